@@ -1,0 +1,8 @@
+//! One module per subcommand: its clap arguments and its `run`.
+
+pub mod calibrate;
+pub mod compare_ranks;
+pub mod crs;
+pub mod data;
+pub mod metrics;
+pub mod output;

@@ -1,0 +1,49 @@
+//! The `calibra` command line: wires the library crates together; no numerics live here.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+/// calibra: choose and adapt medical image encoders by their reliability, not by AUROC alone.
+#[derive(Debug, Parser)]
+#[command(name = "calibra", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compute discrimination and calibration metrics of one predictions file.
+    Metrics(cli::metrics::MetricsArgs),
+    /// Fit a post-hoc calibrator (or load a saved one) and apply it to a predictions file.
+    Calibrate(cli::calibrate::CalibrateArgs),
+    /// Clinical Reliability Score of encoder profiles (against a built or a saved reference).
+    Crs(cli::crs::CrsArgs),
+    /// Compare two orderings of the same encoders (Kendall τ, Spearman ρ, reversals, moves).
+    CompareRanks(cli::compare_ranks::CompareRanksArgs),
+    /// Inspect a dataset (splits, classes, metadata, problems) or write sample perturbed images.
+    Data(cli::data::DataArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Metrics(args) => cli::metrics::run(&args),
+        Command::Calibrate(args) => cli::calibrate::run(&args),
+        Command::Crs(args) => cli::crs::run(&args),
+        Command::CompareRanks(args) => cli::compare_ranks::run(&args),
+        Command::Data(args) => cli::data::run(&args),
+    }
+}
