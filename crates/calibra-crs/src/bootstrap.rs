@@ -1,0 +1,249 @@
+//! The paired-seed bootstrap of the CRS (spec §5.1).
+//!
+//! Each replicate `r` draws `S` seed indices with replacement from the `S` seeds of the run set (the
+//! sorted union, `SeedTable::seeds`) — the **same draw for every encoder and cell** (paired). It then
+//! recomputes, in order: the metric-row means under the drawn seed multiplicities
+//! (`SeedTable::weighted_means_of_into`, for the metrics the axes read), the per-cell axes and encoder profiles (`AxisPlan`), the anchors
+//! (min and max of the replicate panel on each oriented axis: every encoder of the run set is a panel
+//! member) and the CRS of every encoder. It reports per encoder:
+//!
+//! - the point CRS (all seeds, weight 1 each);
+//! - the percentile interval of the replicate CRS at `(1 − level)/2` and `(1 + level)/2` (default
+//!   level 0.95), with numpy's default (linear) percentile interpolation: for sorted values `x_0 ≤ … ≤
+//!   x_{R−1}` and quantile `q`, `h = (R − 1)q`, value `x_⌊h⌋ + (h − ⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋)`;
+//! - `P(rank 1)` and `P(top 3)`: the fraction of replicates in which the encoder's CRS is the highest /
+//!   among the three highest (ties broken by encoder order, so exactly one encoder has rank 1 in every
+//!   replicate and the `P(rank 1)` sum to 1).
+//!
+//! A replicate in which some encoder has no observed value on an axis (possible only when a group lacks
+//! every drawn seed), or whose panel has no spread on an axis, cannot be scored; it is dropped and counted in `dropped_replicates`, and the
+//! statistics use the remaining replicates.
+//!
+//! **Determinism**: replicate `r` uses its own `ChaCha8Rng` seeded with `seed` on stream `r`, so its draw
+//! does not depend on which thread runs it; replicates run in parallel with rayon and are collected, then
+//! reduced, in replicate order. The same seed gives bit-identical output at any thread count.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::axes::{AxisConfig, AxisPlan};
+use crate::error::CrsError;
+use crate::metric_rows::SeedTable;
+use crate::normalize::Anchors;
+use crate::profile::Profile;
+use crate::score::{ScoreWeights, crs_components};
+
+/// Default number of bootstrap replicates.
+pub const DEFAULT_REPLICATES: usize = 10_000;
+
+/// Bootstrap settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootstrapConfig {
+    /// Number of replicates (≥ 1).
+    pub replicates: usize,
+    /// Seed of the replicate random streams.
+    pub seed: u64,
+    /// Interval level in (0, 1).
+    pub level: f64,
+    /// CRS axis and component weights.
+    pub weights: ScoreWeights,
+}
+
+impl Default for BootstrapConfig {
+    fn default() -> Self {
+        BootstrapConfig {
+            replicates: DEFAULT_REPLICATES,
+            seed: 0,
+            level: 0.95,
+            weights: ScoreWeights::default(),
+        }
+    }
+}
+
+/// One encoder's bootstrap summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EncoderBootstrap {
+    pub encoder: String,
+    /// CRS of the full data (every seed once).
+    pub crs: f64,
+    pub lower: f64,
+    pub upper: f64,
+    pub p_rank1: f64,
+    pub p_top3: f64,
+}
+
+/// The bootstrap result, encoders in sorted-name order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BootstrapResult {
+    pub replicates: usize,
+    pub dropped_replicates: usize,
+    pub seed: u64,
+    pub level: f64,
+    pub encoders: Vec<EncoderBootstrap>,
+}
+
+/// The seed multiplicities of replicate `r`: `n_seeds` uniform draws with replacement.
+pub fn replicate_weights(seed: u64, r: u64, n_seeds: usize) -> Vec<u32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(r);
+    let mut weights = vec![0u32; n_seeds];
+    for _ in 0..n_seeds {
+        weights[rng.random_range(0..n_seeds)] += 1;
+    }
+    weights
+}
+
+/// numpy's default (linear) percentile of sorted values at quantile `q ∈ [0, 1]`.
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// CRS of every panel member (k ∈ R) with anchors = the panel's min/max per axis, through the crate's
+/// one CRS implementation ([`Anchors::from_panel`], [`crs_components`]).
+///
+/// Errors: [`CrsError::DegenerateAnchor`] when the panel has no spread on an axis.
+pub fn panel_crs(profiles: &[[f64; 4]], weights: &ScoreWeights) -> Result<Vec<f64>, CrsError> {
+    let anchors = Anchors::from_panel(profiles)?;
+    let normalized: Vec<[f64; 4]> = profiles.iter().map(|p| anchors.normalize(p)).collect();
+    Ok(normalized
+        .iter()
+        .enumerate()
+        .map(|(k, s)| crs_components(s, &normalized, Some(k), weights).crs)
+        .collect())
+}
+
+/// The CRS of every encoder (in `plan.encoders()` order) for one set of seed multiplicities:
+/// weighted metric means → cell axes → encoder profiles → panel anchors → CRS. `None` when an encoder
+/// has no value on some axis or the panel has no spread on an axis (the replicate cannot be scored).
+/// `means` is a scratch buffer.
+pub fn replicate_crs(
+    table: &SeedTable,
+    plan: &AxisPlan,
+    seed_weights: &[u32],
+    weights: &ScoreWeights,
+    means: &mut Vec<f64>,
+) -> Option<Vec<f64>> {
+    table.weighted_means_of_into(seed_weights, &plan.metric_indices(), means);
+    let values = plan.aggregate_values(&plan.evaluate_values(means));
+    let complete: Option<Vec<[f64; 4]>> = values
+        .iter()
+        .map(|v| v.iter().all(Option::is_some).then(|| v.map(|x| x.unwrap_or(f64::NAN))))
+        .collect();
+    panel_crs(&complete?, weights).ok()
+}
+
+/// Runs the paired-seed bootstrap (see the module docs).
+///
+/// Errors: zero replicates, a level outside (0, 1), an axis plan that cannot be resolved, an encoder
+/// whose full-data profile misses an axis, fewer than two encoders, or no scorable replicate.
+pub fn paired_seed_bootstrap(
+    table: &SeedTable,
+    axes: &AxisConfig,
+    config: &BootstrapConfig,
+) -> Result<BootstrapResult, CrsError> {
+    if config.replicates == 0 || !(config.level > 0.0 && config.level < 1.0) {
+        return Err(CrsError::InvalidParameter {
+            name: "bootstrap",
+            message: format!(
+                "need replicates ≥ 1 and a level in (0, 1), got {} and {}",
+                config.replicates, config.level
+            ),
+        });
+    }
+    let plan = AxisPlan::new(table.groups(), table.metrics(), axes)?;
+    let n_encoders = plan.encoders().len();
+    if n_encoders < 2 {
+        return Err(CrsError::InvalidParameter {
+            name: "bootstrap",
+            message: format!("the CRS panel needs at least 2 encoders, the run set has {n_encoders}"),
+        });
+    }
+    let n_seeds = table.seeds().len();
+    let mut point_means = Vec::new();
+    table.weighted_means_into(&vec![1; n_seeds], &mut point_means);
+    let point_profiles = plan.profiles(&point_means);
+    let complete = point_profiles.iter().map(Profile::require_complete).collect::<Result<Vec<_>, _>>()?;
+    let point = panel_crs(&complete, &config.weights)?;
+
+    let replicates: Vec<Option<Vec<f64>>> = (0..config.replicates as u64)
+        .into_par_iter()
+        .map_init(Vec::new, |means, r| {
+            replicate_crs(table, &plan, &replicate_weights(config.seed, r, n_seeds), &config.weights, means)
+        })
+        .collect();
+
+    let valid: Vec<&Vec<f64>> = replicates.iter().flatten().collect();
+    if valid.is_empty() {
+        return Err(CrsError::InvalidParameter {
+            name: "bootstrap",
+            message: "no replicate could be scored (every draw left an encoder without an axis)".to_string(),
+        });
+    }
+    let mut rank1 = vec![0usize; n_encoders];
+    let mut top3 = vec![0usize; n_encoders];
+    let mut order: Vec<usize> = (0..n_encoders).collect();
+    for crs in &valid {
+        order.sort_by(|&i, &j| crs[j].total_cmp(&crs[i]).then(i.cmp(&j)));
+        rank1[order[0]] += 1;
+        for &e in order.iter().take(3) {
+            top3[e] += 1;
+        }
+    }
+    let total = valid.len() as f64;
+    let (q_lo, q_hi) = ((1.0 - config.level) / 2.0, (1.0 + config.level) / 2.0);
+    let encoders = plan
+        .encoders()
+        .iter()
+        .enumerate()
+        .map(|(e, encoder)| {
+            let mut samples: Vec<f64> = valid.iter().map(|crs| crs[e]).collect();
+            samples.sort_by(f64::total_cmp);
+            EncoderBootstrap {
+                encoder: encoder.clone(),
+                crs: point[e],
+                lower: percentile_sorted(&samples, q_lo),
+                upper: percentile_sorted(&samples, q_hi),
+                p_rank1: rank1[e] as f64 / total,
+                p_top3: top3[e] as f64 / total,
+            }
+        })
+        .collect();
+    Ok(BootstrapResult {
+        replicates: config.replicates,
+        dropped_replicates: config.replicates - valid.len(),
+        seed: config.seed,
+        level: config.level,
+        encoders,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicate_weights_are_a_resample_and_depend_only_on_seed_and_index() {
+        for r in 0..50 {
+            let w = replicate_weights(7, r, 5);
+            assert_eq!(w.iter().sum::<u32>(), 5);
+            assert_eq!(w, replicate_weights(7, r, 5));
+        }
+        let distinct: std::collections::BTreeSet<Vec<u32>> =
+            (0..50).map(|r| replicate_weights(7, r, 5)).collect();
+        assert!(distinct.len() > 10, "streams must differ between replicates");
+    }
+
+    #[test]
+    fn percentile_matches_linear_interpolation() {
+        // Exact by construction: h = 3·0.5 = 1.5 → halfway between 1 and 2.
+        assert_eq!(percentile_sorted(&[0.0, 1.0, 2.0, 3.0], 0.5), 1.5);
+        assert_eq!(percentile_sorted(&[0.0, 1.0, 2.0, 3.0], 0.0), 0.0);
+        assert_eq!(percentile_sorted(&[0.0, 1.0, 2.0, 3.0], 1.0), 3.0);
+        assert_eq!(percentile_sorted(&[5.0], 0.975), 5.0);
+    }
+}
