@@ -1,0 +1,23 @@
+//! calibra-report: the human-facing side of an evaluation — Markdown tables and SVG figures.
+//!
+//! Owns: a minimal SVG writer ([`Svg`]), the three figures of a calibra report (reliability diagram,
+//! normalised profile bars, rank-displacement chart) and Markdown table formatting.
+//! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
+//! no system libraries and no network, and any browser renders them.
+//!
+//! Must not depend on: burn, or the evaluator's internal types. Figures take plain data (names and
+//! numbers) so that any caller can draw them; the only calibra type used is
+//! `calibra_metrics::ReliabilityBin`, the bins the metrics crate computes ECE from.
+#![forbid(unsafe_code)]
+
+mod markdown;
+mod profile_bars;
+mod rank_displacement;
+mod reliability_diagram;
+mod svg;
+
+pub use markdown::{format_number, markdown_table};
+pub use profile_bars::{ProfileBar, profile_bars};
+pub use rank_displacement::rank_displacement;
+pub use reliability_diagram::reliability_diagram;
+pub use svg::Svg;
