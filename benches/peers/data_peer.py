@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Peer timing for benches/data.rs: Pillow + numpy in one process doing the same per-image work —
+JPEG decode, Rician noise (sigma 0.06 on [0, 1]), bilinear resize to 224 x 224, ImageNet
+normalisation to a CHW float32 array — on the same 256 x 256 RGB JPEGs.
+
+    scripts/golden/venv.sh python benches/peers/data_peer.py [--skip-rust]
+
+Writes benches/data/data_images/*.jpg (git-ignored; 64 procedural images, quality 90, 4:2:0), times
+the peer (best of 3 passes), runs `cargo bench --bench data` on the same files, reads criterion's
+mean estimates and prints images/s of both. Record the numbers in benches/RESULTS.md.
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from PIL import Image
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.path.join(ROOT, "benches", "data", "data_images")
+N, SIDE, SIGMA = 64, 256, 0.06
+MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)[:, None, None]
+STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)[:, None, None]
+
+
+def make_images():
+    rng = np.random.default_rng(0)
+    os.makedirs(DATA, exist_ok=True)
+    y, x = np.mgrid[0:SIDE, 0:SIDE].astype(np.float32)
+    for i in range(N):
+        cx, cy, r = rng.uniform(80, 176, 2).tolist() + [rng.uniform(30, 70)]
+        lesion = ((x - cx) ** 2 + (y - cy) ** 2 < r * r).astype(np.float32)
+        base = np.stack([225 - 100 * lesion, 180 - 110 * lesion, 160 - 110 * lesion], -1)
+        base += rng.normal(0, 6, base.shape)
+        img = Image.fromarray(np.clip(base, 0, 255).astype(np.uint8), "RGB")
+        img.save(os.path.join(DATA, f"img{i:03d}.jpg"), quality=90, subsampling=2)
+
+
+def one(data, rng):
+    img = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.float32) / 255.0
+    nr = rng.normal(0, SIGMA, img.shape).astype(np.float32)
+    ni = rng.normal(0, SIGMA, img.shape).astype(np.float32)
+    noisy = np.clip(np.sqrt((img + nr) ** 2 + ni * ni), 0, 1)
+    u8 = Image.fromarray(np.round(noisy * 255).astype(np.uint8), "RGB").resize((224, 224), Image.BILINEAR)
+    chw = np.asarray(u8, dtype=np.float32).transpose(2, 0, 1) / 255.0
+    return (chw - MEAN) / STD
+
+
+def time_peer(files):
+    best = float("inf")
+    for _ in range(3):
+        rng = np.random.default_rng(1)
+        t0 = time.perf_counter()
+        for data in files:
+            one(data, rng)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def criterion_mean(name):
+    path = os.path.join(ROOT, "target", "criterion", "data", name, "new", "estimates.json")
+    with open(path) as f:
+        return json.load(f)["mean"]["point_estimate"] / 1e9
+
+
+def main():
+    make_images()
+    files = [open(os.path.join(DATA, f), "rb").read() for f in sorted(os.listdir(DATA)) if f.endswith(".jpg")]
+    peer = time_peer(files)
+    print(f"peer (Pillow {Image.__version__} + numpy {np.__version__}, 1 process): {len(files) / peer:.1f} images/s")
+    if "--skip-rust" in sys.argv:
+        return
+    subprocess.run(["cargo", "bench", "--bench", "data"], cwd=ROOT, check=True,
+                   env={**os.environ, "CALIBRA_BENCH_DATA": os.path.join(ROOT, "benches", "data")})
+    for name in ["decode_rician_resize224_1thread"]:
+        t = criterion_mean(name)
+        print(f"calibra {name}: {len(files) / t:.1f} images/s ({peer / t:.2f}x the peer)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+//! Preprocessing for an encoder: decode, grayscale → 3 channels, resize, centre crop, rescale and
+//! normalise, configured from a Hugging Face `preprocessor_config.json` or explicit values; and
+//! rayon-parallel decoding of many samples with the bad-image policy.
+//!
+//! Hugging Face semantics reproduced: `size: {"shortest_edge": s}` (or a bare integer) resizes the
+//! shorter side to `s` and the longer to `floor(s · long / short)`; `size: {"height", "width"}`
+//! resizes to exactly that; `crop_size` centre-crops at offset `floor((side − crop) / 2)` (zero
+//! padding when the image is smaller); `rescale_factor` (default 1/255) then
+//! `(x − image_mean[c]) / image_std[c]`. The resized image is quantised to 8 bits before rescaling,
+//! as Pillow-based processors do. `resample` uses PIL codes: 0 nearest, 1 lanczos, 2 bilinear,
+//! 3 bicubic (default 3); the `image` crate's filters approximate Pillow's (antialiased when
+//! downscaling) but are not bit-identical.
+
+use crate::cache::TensorCache;
+use crate::dataset::{Dataset, SkippedSample};
+use crate::error::DataError;
+use crate::pixels::ImageU8;
+use crate::readers::BadImagePolicy;
+use image::imageops::FilterType;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// How to resize before cropping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResizeTarget {
+    /// Shorter side to this many pixels, aspect ratio kept.
+    ShortestEdge(u32),
+    /// Exactly `height × width`.
+    Exact { height: u32, width: u32 },
+}
+
+/// An encoder's input transform.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreprocessConfig {
+    pub resize: Option<ResizeTarget>,
+    pub filter: FilterType,
+    /// `(height, width)` of the centre crop.
+    pub center_crop: Option<(u32, u32)>,
+    pub rescale_factor: f32,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+impl PreprocessConfig {
+    /// The common 224 ImageNet transform: shortest edge 224, bicubic, centre crop 224, ImageNet
+    /// mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225).
+    pub fn imagenet_224() -> Self {
+        Self {
+            resize: Some(ResizeTarget::ShortestEdge(224)),
+            filter: FilterType::CatmullRom,
+            center_crop: Some((224, 224)),
+            rescale_factor: 1.0 / 255.0,
+            mean: [0.485, 0.456, 0.406],
+            std: [0.229, 0.224, 0.225],
+        }
+    }
+
+    /// Reads a Hugging Face `preprocessor_config.json`.
+    pub fn from_hf_file(path: &Path) -> Result<Self, DataError> {
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        Self::from_hf_json(&text).map_err(|m| DataError::file(path, m))
+    }
+
+    /// Parses the JSON text of a `preprocessor_config.json` (errors name the key).
+    pub fn from_hf_json(text: &str) -> Result<Self, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let flag = |k: &str, default: bool| v.get(k).and_then(Value::as_bool).unwrap_or(default);
+        let side = |x: &Value, key: &str| -> Result<u32, String> {
+            x.as_u64()
+                .filter(|n| *n > 0)
+                .map(|n| n as u32)
+                .ok_or_else(|| format!("`{key}` must be a positive integer"))
+        };
+        let resize = if flag("do_resize", true) {
+            match v.get("size") {
+                None => None,
+                Some(s) if s.is_u64() => Some(ResizeTarget::ShortestEdge(side(s, "size")?)),
+                Some(s) => match (s.get("shortest_edge"), s.get("height"), s.get("width")) {
+                    (Some(e), _, _) => Some(ResizeTarget::ShortestEdge(side(e, "size.shortest_edge")?)),
+                    (None, Some(h), Some(w)) => Some(ResizeTarget::Exact {
+                        height: side(h, "size.height")?,
+                        width: side(w, "size.width")?,
+                    }),
+                    _ => return Err("`size` must be an integer, {shortest_edge} or {height, width}".into()),
+                },
+            }
+        } else {
+            None
+        };
+        let filter = match v.get("resample").and_then(Value::as_u64).unwrap_or(3) {
+            0 => FilterType::Nearest,
+            1 => FilterType::Lanczos3,
+            2 => FilterType::Triangle,
+            3 => FilterType::CatmullRom,
+            other => {
+                return Err(format!(
+                    "`resample` {other} is not supported (0 nearest, 1 lanczos, 2 bilinear, 3 bicubic)"
+                ));
+            }
+        };
+        let center_crop = if flag("do_center_crop", v.get("crop_size").is_some()) {
+            match v.get("crop_size") {
+                None => None,
+                Some(c) if c.is_u64() => {
+                    let n = side(c, "crop_size")?;
+                    Some((n, n))
+                }
+                Some(c) => Some((
+                    side(c.get("height").unwrap_or(&Value::Null), "crop_size.height")?,
+                    side(c.get("width").unwrap_or(&Value::Null), "crop_size.width")?,
+                )),
+            }
+        } else {
+            None
+        };
+        let rescale_factor = if flag("do_rescale", true) {
+            v.get("rescale_factor")
+                .map_or(Some(1.0 / 255.0), Value::as_f64)
+                .ok_or("`rescale_factor` must be a number")? as f32
+        } else {
+            1.0
+        };
+        let triple = |k: &str, default: [f32; 3]| -> Result<[f32; 3], String> {
+            match v.get(k) {
+                None => Ok(default),
+                Some(Value::Array(a)) if a.len() == 3 => {
+                    let mut out = [0f32; 3];
+                    for (o, x) in out.iter_mut().zip(a) {
+                        *o = x.as_f64().ok_or(format!("`{k}` must hold numbers"))? as f32;
+                    }
+                    Ok(out)
+                }
+                Some(Value::Number(n)) => Ok([n.as_f64().unwrap_or(0.0) as f32; 3]),
+                _ => Err(format!("`{k}` must be a list of 3 numbers")),
+            }
+        };
+        let (mean, std) = if flag("do_normalize", true) {
+            (triple("image_mean", [0.5; 3])?, triple("image_std", [0.5; 3])?)
+        } else {
+            ([0.0; 3], [1.0; 3])
+        };
+        if std.iter().any(|s| *s <= 0.0) {
+            return Err("`image_std` must be positive".into());
+        }
+        Ok(Self { resize, filter, center_crop, rescale_factor, mean, std })
+    }
+
+    /// Applies the transform: to RGB, resize, centre crop, rescale, normalise → a CHW tensor.
+    pub fn apply(&self, image: &ImageU8) -> Tensor3 {
+        let rgb = image.to_rgb();
+        let mut img = image::RgbImage::from_raw(rgb.width, rgb.height, rgb.data).expect("checked size");
+        if let Some(target) = self.resize {
+            let (w, h) = (img.width(), img.height());
+            let (nw, nh) = match target {
+                ResizeTarget::Exact { height, width } => (width, height),
+                ResizeTarget::ShortestEdge(s) if w <= h => {
+                    (s, ((s as u64 * h as u64) / w as u64).max(1) as u32)
+                }
+                ResizeTarget::ShortestEdge(s) => (((s as u64 * w as u64) / h as u64).max(1) as u32, s),
+            };
+            if (nw, nh) != (w, h) {
+                img = image::imageops::resize(&img, nw, nh, self.filter);
+            }
+        }
+        let (w, h) = (img.width() as i64, img.height() as i64);
+        let (ch, cw) = self.center_crop.map_or((h, w), |(a, b)| (a as i64, b as i64));
+        let (top, left) = ((h - ch).div_euclid(2), (w - cw).div_euclid(2));
+        let plane = (ch * cw) as usize;
+        let mut data = vec![0f32; 3 * plane];
+        for y in 0..ch {
+            for x in 0..cw {
+                let (sy, sx) = (y + top, x + left);
+                let px = if (0..h).contains(&sy) && (0..w).contains(&sx) {
+                    img.get_pixel(sx as u32, sy as u32).0
+                } else {
+                    [0, 0, 0]
+                };
+                for c in 0..3 {
+                    data[c * plane + (y * cw + x) as usize] =
+                        (f32::from(px[c]) * self.rescale_factor - self.mean[c]) / self.std[c];
+                }
+            }
+        }
+        Tensor3 { channels: 3, height: ch as usize, width: cw as usize, data }
+    }
+}
+
+/// A channels-first float image (`data[c * height * width + y * width + x]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor3 {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub data: Vec<f32>,
+}
+
+/// The result of decoding many samples.
+#[derive(Debug)]
+pub struct Decoded<T> {
+    /// `(sample index, value)` in the order of the requested indices, bad images left out.
+    pub items: Vec<(usize, T)>,
+    /// Samples left out under [`BadImagePolicy::Skip`].
+    pub skipped: Vec<SkippedSample>,
+}
+
+/// Loads and transforms the samples `indices` in parallel (rayon). The output order is the order
+/// of `indices` whatever the thread count. Under [`BadImagePolicy::Fail`] the first bad image in
+/// `indices` order is the error; under `Skip` bad images are listed in [`Decoded::skipped`].
+pub fn decode_samples<T: Send>(
+    dataset: &Dataset,
+    indices: &[usize],
+    policy: BadImagePolicy,
+    transform: impl Fn(usize, ImageU8) -> Result<T, DataError> + Sync,
+) -> Result<Decoded<T>, DataError> {
+    for_each_sample(dataset, indices, policy, |i| transform(i, dataset.samples[i].image.load()?))
+}
+
+/// Runs `work` on every index in parallel and applies the bad-image policy to its errors.
+fn for_each_sample<T: Send>(
+    dataset: &Dataset,
+    indices: &[usize],
+    policy: BadImagePolicy,
+    work: impl Fn(usize) -> Result<T, DataError> + Sync,
+) -> Result<Decoded<T>, DataError> {
+    if let Some(&bad) = indices.iter().find(|&&i| i >= dataset.len()) {
+        return Err(DataError::Invalid(format!(
+            "sample index {bad} out of range ({} samples)",
+            dataset.len()
+        )));
+    }
+    let results: Vec<Result<T, DataError>> = indices.par_iter().map(|&i| work(i)).collect();
+    let mut out = Decoded { items: Vec::with_capacity(indices.len()), skipped: Vec::new() };
+    for (&i, r) in indices.iter().zip(results) {
+        match (r, policy) {
+            (Ok(v), _) => out.items.push((i, v)),
+            (Err(e), BadImagePolicy::Fail) => {
+                return Err(DataError::Invalid(format!("sample `{}`: {e}", dataset.samples[i].id)));
+            }
+            (Err(e), BadImagePolicy::Skip) => out.skipped.push(SkippedSample {
+                location: format!(
+                    "sample `{}` ({})",
+                    dataset.samples[i].id,
+                    dataset.samples[i].image.describe()
+                ),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes and preprocesses `indices` with `config` (see [`decode_samples`]).
+pub fn preprocess_samples(
+    dataset: &Dataset,
+    indices: &[usize],
+    config: &PreprocessConfig,
+    policy: BadImagePolicy,
+) -> Result<Decoded<Tensor3>, DataError> {
+    decode_samples(dataset, indices, policy, |_, image| Ok(config.apply(&image)))
+}
+
+/// As [`preprocess_samples`], reading and filling `cache` (keyed by image source and `config`), so
+/// cached samples are not decoded at all.
+pub fn preprocess_samples_cached(
+    dataset: &Dataset,
+    indices: &[usize],
+    config: &PreprocessConfig,
+    policy: BadImagePolicy,
+    cache: &TensorCache,
+) -> Result<Decoded<Tensor3>, DataError> {
+    let transform = format!("{config:?}");
+    for_each_sample(dataset, indices, policy, |i| {
+        let source = &dataset.samples[i].image;
+        cache.get_or_compute(source, &transform, "clean", || Ok(config.apply(&source.load()?)))
+    })
+}

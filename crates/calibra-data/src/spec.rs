@@ -1,0 +1,182 @@
+//! Dataset SPEC strings: `FORMAT:LOCATION[?key=value&key=value...]` (see the crate docs for the table).
+
+use crate::error::DataError;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The dataset formats calibra reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DatasetFormat {
+    Csv,
+    ImageFolder,
+    Isic2019,
+    Aptos2019,
+    CheXpert,
+    MimicCxr,
+    MedMnist,
+    Synth,
+}
+
+impl DatasetFormat {
+    /// All formats, in documentation order.
+    pub const ALL: [DatasetFormat; 8] = [
+        DatasetFormat::Csv,
+        DatasetFormat::ImageFolder,
+        DatasetFormat::Isic2019,
+        DatasetFormat::Aptos2019,
+        DatasetFormat::CheXpert,
+        DatasetFormat::MimicCxr,
+        DatasetFormat::MedMnist,
+        DatasetFormat::Synth,
+    ];
+
+    /// The spec prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetFormat::Csv => "csv",
+            DatasetFormat::ImageFolder => "imagefolder",
+            DatasetFormat::Isic2019 => "isic2019",
+            DatasetFormat::Aptos2019 => "aptos2019",
+            DatasetFormat::CheXpert => "chexpert",
+            DatasetFormat::MimicCxr => "mimic-cxr",
+            DatasetFormat::MedMnist => "medmnist",
+            DatasetFormat::Synth => "synth",
+        }
+    }
+
+    /// The option keys the format understands (anything else is an error, so typos are caught).
+    pub fn allowed_options(self) -> &'static [&'static str] {
+        match self {
+            DatasetFormat::Csv => &["task", "classes", "images", "policy", "blank"],
+            DatasetFormat::ImageFolder => &[],
+            DatasetFormat::Isic2019 => &["images"],
+            DatasetFormat::Aptos2019 => &["images"],
+            DatasetFormat::CheXpert => &["policy", "blank", "root"],
+            DatasetFormat::MimicCxr => &["policy", "blank", "images", "labels", "split"],
+            DatasetFormat::MedMnist => &["task"],
+            DatasetFormat::Synth => &["n", "seed", "size"],
+        }
+    }
+}
+
+/// A parsed dataset spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetSpec {
+    /// The original string, for messages and dataset names.
+    pub raw: String,
+    pub format: DatasetFormat,
+    /// The path (or, for `synth:`, the suite name).
+    pub location: String,
+    pub options: BTreeMap<String, String>,
+}
+
+impl DatasetSpec {
+    /// Parses `FORMAT:LOCATION[?k=v&k=v]`. Errors name the spec and what was expected: an unknown
+    /// format, an empty location, a malformed or unknown option, a repeated key.
+    pub fn parse(raw: &str) -> Result<DatasetSpec, DataError> {
+        let err = |message: String| DataError::Spec { spec: raw.to_string(), message };
+        let (format_name, rest) = raw.split_once(':').ok_or_else(|| {
+            err(format!(
+                "expected FORMAT:LOCATION with FORMAT one of {}",
+                DatasetFormat::ALL.map(|f| f.name()).join(", ")
+            ))
+        })?;
+        let format = DatasetFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == format_name.trim().to_ascii_lowercase())
+            .ok_or_else(|| {
+                err(format!(
+                    "unknown format `{format_name}`; expected one of {}",
+                    DatasetFormat::ALL.map(|f| f.name()).join(", ")
+                ))
+            })?;
+        let (location, query) = match rest.split_once('?') {
+            Some((l, q)) => (l, Some(q)),
+            None => (rest, None),
+        };
+        if location.trim().is_empty() {
+            return Err(err("the location (path or suite name) is empty".into()));
+        }
+        let mut options = BTreeMap::new();
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (k, v) =
+                pair.split_once('=').ok_or_else(|| err(format!("option `{pair}` is not key=value")))?;
+            if !format.allowed_options().contains(&k) {
+                return Err(err(format!(
+                    "unknown option `{k}` for {}; allowed: {}",
+                    format.name(),
+                    if format.allowed_options().is_empty() {
+                        "none".into()
+                    } else {
+                        format.allowed_options().join(", ")
+                    }
+                )));
+            }
+            if options.insert(k.to_string(), v.to_string()).is_some() {
+                return Err(err(format!("option `{k}` is given twice")));
+            }
+        }
+        Ok(DatasetSpec { raw: raw.to_string(), format, location: location.to_string(), options })
+    }
+
+    /// The location as a path.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.location)
+    }
+
+    /// An option's value, if given.
+    pub fn option(&self, key: &str) -> Option<&str> {
+        self.options.get(key).map(String::as_str)
+    }
+
+    /// An option parsed as `T`, or `default`; a value that does not parse is an error naming the key.
+    pub fn parsed_option<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, DataError> {
+        match self.option(key) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| DataError::Spec {
+                spec: self.raw.clone(),
+                message: format!("option `{key}={v}` is not a valid {}", std::any::type_name::<T>()),
+            }),
+        }
+    }
+
+    /// An error about this spec.
+    pub fn error(&self, message: impl Into<String>) -> DataError {
+        DataError::Spec { spec: self.raw.clone(), message: message.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_format_location_and_options() {
+        let s = DatasetSpec::parse("chexpert:/data/CheXpert-v1.0-small/train.csv?policy=ones&blank=ignore")
+            .unwrap();
+        assert_eq!(s.format, DatasetFormat::CheXpert);
+        assert_eq!(s.location, "/data/CheXpert-v1.0-small/train.csv");
+        assert_eq!(s.option("policy"), Some("ones"));
+        assert_eq!(s.option("blank"), Some("ignore"));
+        let s = DatasetSpec::parse("synth:chest-site-b?n=50&size=32").unwrap();
+        assert_eq!(s.parsed_option("n", 0usize).unwrap(), 50);
+        assert_eq!(s.parsed_option("seed", 7u64).unwrap(), 7);
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_a_reason() {
+        for (raw, needle) in [
+            ("nocolon", "FORMAT:LOCATION"),
+            ("tiff:/x", "unknown format `tiff`"),
+            ("csv:", "empty"),
+            ("csv:/x?task", "not key=value"),
+            ("csv:/x?polcy=ones", "unknown option `polcy`"),
+            ("synth:derm?n=1&n=2", "twice"),
+        ] {
+            let e = DatasetSpec::parse(raw).unwrap_err().to_string();
+            assert!(e.contains(needle), "{raw}: {e}");
+        }
+        let s = DatasetSpec::parse("synth:derm?n=abc").unwrap();
+        assert!(s.parsed_option("n", 1usize).unwrap_err().to_string().contains("n=abc"));
+    }
+}
