@@ -20,6 +20,8 @@ pub mod stability;
 // Run records → metric rows → axes, the paired-seed bootstrap and rank comparison (helper crs-records).
 pub mod axes;
 pub mod bootstrap;
+// One evaluation of a run set (helper eval).
+pub mod evaluation;
 pub mod metric_rows;
 pub mod rank_compare;
 pub mod run_record;
@@ -27,6 +29,7 @@ pub mod run_record;
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 pub use bootstrap::{BootstrapConfig, BootstrapResult, EncoderBootstrap, paired_seed_bootstrap};
 pub use error::CrsError;
+pub use evaluation::{Evaluation, EvaluationOptions};
 pub use metric_rows::{MetricRow, MetricRows, SeedTable};
 pub use normalize::{Anchors, AxisAnchor};
 pub use profile::{AXES, Axis, Profile, oriented_calibration};

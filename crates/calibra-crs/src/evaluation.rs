@@ -1,0 +1,788 @@
+//! One evaluation of a run set (spec §5, §7): run records → metric rows → cell axes → encoder profiles →
+//! CRS against a reference, with the paired-seed bootstrap, rank comparisons, estimator substitutions,
+//! axis correlations, per-domain CRS and the stability analyses, gathered in one serialisable
+//! [`Evaluation`]. Pure computation: no file IO (the caller reads records and writes the outputs).
+//!
+//! What is computed, in order:
+//!
+//! 1. **Metric rows**: seed mean and sample std (`n − 1`) of every metric per (cell, regime, probe,
+//!    calibrator, label fraction, condition) ([`crate::SeedTable::rows`]).
+//! 2. **Cell axes and profiles** for the configured regime ([`AxisConfig`], default `frozen`): see
+//!    [`crate::axes`]. Every encoder of that regime must be observed on all four axes (an encoder
+//!    missing a whole axis is an error naming it and the axis: axes are never imputed).
+//! 3. **Reference and CRS**: with no saved reference, one is built from the run set's own panel (anchors
+//!    = panel min/max per oriented axis) with the configured weights; with a saved reference, the
+//!    candidates must have been measured with its estimators and are scored with its frozen anchors,
+//!    peers and weights. `rank` is ordinal (1 = best; ties by encoder name order).
+//! 4. **Bootstrap** (optional, spec §5.1): [`paired_seed_bootstrap`] on the run set's own panel — anchors
+//!    are recomputed in every replicate as the spec says, also when the point CRS is against a saved
+//!    reference (then the intervals describe the run set's panel CRS, and `bootstrap.encoders[].crs` is
+//!    that panel CRS, not the saved-reference CRS).
+//! 5. **Rank comparisons** ([`compare_rankings`]): clean discrimination (mean clean macro-AUROC over the
+//!    encoder's cells) vs CRS; and for every other regime present, frozen vs that regime on the encoders
+//!    observed in both, by discrimination and by `−ECE` (larger is better), each over at least 2
+//!    encoders.
+//! 6. **Estimator substitution** (spec §5.5): the CRS recomputed (reference rebuilt on the panel) with
+//!    corruption-only robustness, and with `adaptive_ece` / `brier` as the calibration metric where the
+//!    run records carry those metrics; each compared with the primary CRS ranking. A substitution whose
+//!    profiles are incomplete is reported as skipped with the reason.
+//! 7. **Axis correlations** (spec §5.6): Spearman ρ between every pair of axes over encoders and over
+//!    cells (pairs where both are observed), and LE vs AULC vs full-label AUROC over encoders.
+//! 8. **Per-domain CRS** (spec §4): a reference per dataset from that dataset's cells, over the encoders
+//!    complete in that dataset; a domain that cannot be scored (fewer than 2 complete encoders, no spread
+//!    on an axis) is skipped with a note.
+//! 9. **Stability** (optional, spec §5.2–5.3): [`stability`] on the panel, with sub-panel sizes and the
+//!    insertion split scaled to the panel ([`EvaluationOptions::stability_for_panel`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use calibra_metrics::spearman_rho;
+use serde::Serialize;
+
+use crate::axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
+use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
+use crate::error::CrsError;
+use crate::metric_rows::SeedTable;
+use crate::profile::{AXES, Axis, Profile};
+use crate::rank_compare::{RankComparison, compare_rankings};
+use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale};
+use crate::run_record::{Condition, Regime, RunRecordSet};
+use crate::score::{ComponentWeights, ScoreWeights, ordinal_ranks};
+use crate::stability::{StabilityConfig, StabilityReport, stability};
+
+/// The `format` field of an evaluation document.
+pub const EVALUATION_FORMAT: &str = "calibra-evaluation";
+/// The evaluation document version this build writes.
+pub const EVALUATION_VERSION: u32 = 1;
+
+/// What to compute.
+#[derive(Debug, Clone)]
+pub struct EvaluationOptions {
+    /// Which runs define the axes (regime, probe, calibrator, metrics, fractions, robustness variant).
+    pub axes: AxisConfig,
+    /// CRS weights of a panel-built reference (ignored when `reference` is given: it freezes its own).
+    pub weights: ScoreWeights,
+    /// A saved reference to score against; `None` builds one from the run set's panel.
+    pub reference: Option<Reference>,
+    /// Bootstrap settings (its `weights` are replaced by the weights in force); `None` skips it.
+    pub bootstrap: Option<BootstrapConfig>,
+    /// Seed of the stability analyses; `None` skips them.
+    pub stability_seed: Option<u64>,
+}
+
+impl Default for EvaluationOptions {
+    fn default() -> Self {
+        EvaluationOptions {
+            axes: AxisConfig::default(),
+            weights: ScoreWeights::default(),
+            reference: None,
+            bootstrap: Some(BootstrapConfig::default()),
+            stability_seed: Some(0),
+        }
+    }
+}
+
+impl EvaluationOptions {
+    /// The stability design for a panel of `n` encoders: the paper's counts (200 sub-panels per size,
+    /// 30 insertion trials, 500 + 500 weight draws, top-3) with sizes scaled from the paper's 12 and 10
+    /// of 15 (`round(0.8 n)`, `round(2n/3)`, each clamped to `2..=n−1`, deduplicated) and `min(3, n−2)`
+    /// newcomers per insertion trial. `None` for fewer than 3 encoders.
+    pub fn stability_for_panel(seed: u64, n: usize) -> Option<StabilityConfig> {
+        if n < 3 {
+            return None;
+        }
+        let mut sizes: Vec<usize> = [0.8 * n as f64, 2.0 * n as f64 / 3.0]
+            .iter()
+            .map(|&s| (s.round() as usize).clamp(2, n - 1))
+            .collect();
+        sizes.dedup();
+        Some(StabilityConfig {
+            subpanel_sizes: sizes,
+            inserted_per_trial: 3.min(n - 2),
+            top_k: 3.min(n),
+            ..StabilityConfig::paper(seed)
+        })
+    }
+}
+
+/// The estimators implied by an axis configuration (recorded in references; a saved reference must
+/// match them). Defaults map to [`AxisEstimators::default`]; anything else is named after its metric.
+pub fn estimators_for(axes: &AxisConfig) -> AxisEstimators {
+    let default_disc = axes.discrimination_metric == AxisEstimators::MACRO_AUROC;
+    let default_fractions = axes.le_fractions.len() == LE_FRACTIONS.len()
+        && axes.le_fractions.iter().zip(LE_FRACTIONS).all(|(a, b)| (a - b).abs() <= 1e-12);
+    AxisEstimators {
+        discrimination: axes.discrimination_metric.clone(),
+        calibration: if axes.calibration_metric == "ece" {
+            AxisEstimators::ECE_15_EQUAL_WIDTH.to_string()
+        } else {
+            axes.calibration_metric.clone()
+        },
+        label_efficiency: if default_disc && default_fractions {
+            AxisEstimators::AUROC_RETENTION.to_string()
+        } else {
+            let fractions: Vec<String> = axes.le_fractions.iter().map(|f| f.to_string()).collect();
+            format!("{}_retention_{}", axes.discrimination_metric, fractions.join("_"))
+        },
+        robustness: match axes.robustness {
+            RobustnessVariant::WithShift => AxisEstimators::DELTA_MEAN_MAX_SHIFT.to_string(),
+            RobustnessVariant::CorruptionOnly => "delta_mean_max_corruption_only".to_string(),
+        },
+    }
+}
+
+/// What the run set holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InputSummary {
+    pub records: usize,
+    pub metric_rows: usize,
+    pub seeds: Vec<u64>,
+    pub encoders: Vec<String>,
+    pub datasets: Vec<String>,
+    pub regimes: Vec<Regime>,
+    pub metrics: Vec<String>,
+}
+
+/// One metric row (seed aggregate), owned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricRowRecord {
+    pub encoder: String,
+    pub dataset: String,
+    pub regime: Regime,
+    pub probe: String,
+    pub calibrator: String,
+    pub label_fraction: f64,
+    pub condition: Condition,
+    pub metric: String,
+    pub mean: f64,
+    /// Sample std (`n − 1`); `None` with fewer than 2 seeds.
+    pub std: Option<f64>,
+    pub n_seeds: usize,
+}
+
+/// One encoder's profile: measured (raw) values, oriented values and contrasts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EncoderProfile {
+    pub encoder: String,
+    /// Mean clean discrimination over the encoder's cells.
+    pub discrimination: Option<f64>,
+    /// Mean raw calibration error (ECE, lower is better); the oriented axis is its negation.
+    pub calibration_error: Option<f64>,
+    pub label_efficiency: Option<f64>,
+    /// Robustness of the configured variant.
+    pub robustness: Option<f64>,
+    /// Robustness with `1_shift = 0` (contrast).
+    pub robustness_corruption_only: Option<f64>,
+    /// Mean AULC over cells (contrast, never an axis).
+    pub aulc: Option<f64>,
+    /// Cells (datasets) observed.
+    pub cells: usize,
+    /// Oriented values (calibration = −ECE), indexed as [`AXES`].
+    pub oriented: [Option<f64>; 4],
+}
+
+/// One encoder's CRS.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EncoderCrs {
+    pub encoder: String,
+    /// Values normalised with the reference's anchors (clipped to [0, 1]), indexed as [`AXES`].
+    pub normalized: [f64; 4],
+    pub dominance: f64,
+    pub ideal: f64,
+    pub worst: f64,
+    pub crs: f64,
+    /// Ordinal rank, 1 = best.
+    pub rank: usize,
+    pub in_panel: bool,
+    /// Axes clipped by the anchors.
+    pub saturated: Vec<Axis>,
+    /// Bootstrap percentile interval and rank probabilities (when the bootstrap ran).
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    pub p_rank1: Option<f64>,
+    pub p_top3: Option<f64>,
+}
+
+/// A rank comparison with what it compares.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedComparison {
+    /// e.g. `auroc_vs_crs`, `frozen_vs_lora_discrimination`.
+    pub name: String,
+    /// Ordering A (e.g. `clean macro_auroc (frozen)`).
+    pub a: String,
+    /// Ordering B.
+    pub b: String,
+    pub comparison: RankComparison,
+}
+
+/// The CRS ranking with one estimator substituted, compared with the primary ranking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Substitution {
+    /// e.g. `robustness=corruption-only`, `calibration=brier`.
+    pub estimator: String,
+    /// Primary CRS (A) vs substituted CRS (B); `None` when skipped.
+    pub comparison: Option<RankComparison>,
+    /// Why it was skipped.
+    pub skipped: Option<String>,
+}
+
+/// Spearman ρ between two quantities.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Correlation {
+    /// `encoder` or `cell`.
+    pub level: &'static str,
+    pub a: String,
+    pub b: String,
+    /// Pairs where both are observed.
+    pub n: usize,
+    /// NaN (JSON null) with fewer than 3 pairs or a constant series.
+    pub spearman_rho: f64,
+}
+
+/// CRS per dataset against that dataset's own reference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DomainCrs {
+    pub dataset: String,
+    /// `(encoder, CRS, rank)` over the encoders complete in this dataset, in encoder order.
+    pub scores: Vec<(String, f64, usize)>,
+}
+
+/// Everything one evaluation reports (`evaluation.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub format: &'static str,
+    pub version: u32,
+    pub input: InputSummary,
+    pub axes: AxisConfig,
+    pub estimators: AxisEstimators,
+    /// Weights in force (the saved reference's, or the configured ones).
+    pub component_weights: ComponentWeights,
+    pub axis_weights: [f64; 4],
+    /// `panel` (built from this run set) or `saved`.
+    pub reference_origin: &'static str,
+    /// The reference used, as its versioned JSON document.
+    pub reference: serde_json::Value,
+    /// The reference used (not serialised: `reference` is its JSON form; save it with
+    /// [`Reference::save`]).
+    #[serde(skip)]
+    pub reference_used: Reference,
+    pub metric_rows: Vec<MetricRowRecord>,
+    pub cells: Vec<CellAxes>,
+    /// Encoder profiles in encoder-name order.
+    pub profiles: Vec<EncoderProfile>,
+    /// CRS per encoder, in encoder-name order.
+    pub crs: Vec<EncoderCrs>,
+    pub bootstrap: Option<BootstrapResult>,
+    pub rank_comparisons: Vec<NamedComparison>,
+    pub substitutions: Vec<Substitution>,
+    pub correlations: Vec<Correlation>,
+    pub per_domain: Vec<DomainCrs>,
+    pub stability: Option<StabilityReport>,
+    /// Human-readable notes (skipped analyses and why).
+    pub notes: Vec<String>,
+}
+
+/// `(encoder, profile values)` from a plan over the given table: cells, per-encoder profiles.
+fn plan_profiles(
+    table: &SeedTable,
+    means: &[f64],
+    axes: &AxisConfig,
+) -> Result<(AxisPlan, Vec<CellAxes>, Vec<Profile>), CrsError> {
+    let plan = AxisPlan::new(table.groups(), table.metrics(), axes)?;
+    let cells = plan.evaluate(means);
+    let profiles = plan.profiles(means);
+    Ok((plan, cells, profiles))
+}
+
+/// CRS of complete profiles against a reference built on them.
+fn panel_crs_of(profiles: &[Profile], config: &ReferenceConfig) -> Result<Vec<(String, f64)>, CrsError> {
+    let reference = Reference::build(profiles, config.clone())?;
+    Ok(reference.panel_scores().into_iter().map(|s| (s.encoder, s.components.crs)).collect())
+}
+
+fn correlation(level: &'static str, a: &str, b: &str, pairs: &[(Option<f64>, Option<f64>)]) -> Correlation {
+    let (x, y): (Vec<f64>, Vec<f64>) = pairs.iter().filter_map(|&(a, b)| Some((a?, b?))).unzip();
+    let rho = if x.len() >= 3 { spearman_rho(&x, &y) } else { f64::NAN };
+    Correlation { level, a: a.to_string(), b: b.to_string(), n: x.len(), spearman_rho: rho }
+}
+
+impl Evaluation {
+    /// Run the evaluation (see the module documentation).
+    ///
+    /// # Errors
+    /// An empty run set; an axis plan that cannot be resolved; no encoder in the configured regime;
+    /// an encoder missing a whole axis ([`CrsError::MissingAxis`]); a saved reference measured with
+    /// other estimators ([`CrsError::EstimatorMismatch`]) or holding a panel member with other values;
+    /// fewer than 2 encoders or no spread on an axis for a panel-built reference; bootstrap or stability
+    /// parameter errors.
+    pub fn build(set: &RunRecordSet, options: &EvaluationOptions) -> Result<Self, CrsError> {
+        if set.is_empty() {
+            return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
+        }
+        let table = SeedTable::from_records(set);
+        let rows = table.rows();
+        let estimators = estimators_for(&options.axes);
+        let mut notes = Vec::new();
+
+        let metric_rows: Vec<MetricRowRecord> = rows
+            .iter()
+            .map(|r| MetricRowRecord {
+                encoder: r.key.encoder.clone(),
+                dataset: r.key.dataset.clone(),
+                regime: r.key.regime,
+                probe: r.key.probe.clone(),
+                calibrator: r.key.calibrator.clone(),
+                label_fraction: r.key.label_fraction.get(),
+                condition: r.key.condition.clone(),
+                metric: r.metric.to_string(),
+                mean: r.mean,
+                std: r.std,
+                n_seeds: r.n_seeds,
+            })
+            .collect();
+        let groups = table.groups();
+        let input = InputSummary {
+            records: set.len(),
+            metric_rows: metric_rows.len(),
+            seeds: table.seeds().to_vec(),
+            encoders: groups.iter().map(|g| g.encoder.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
+            datasets: groups.iter().map(|g| g.dataset.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
+            regimes: groups.iter().map(|g| g.regime).collect::<BTreeSet<_>>().into_iter().collect(),
+            metrics: table.metrics().to_vec(),
+        };
+
+        // Axes and profiles of the configured regime.
+        let means = rows.means();
+        let (plan, cells, profiles) = plan_profiles(&table, means, &options.axes)?;
+        if profiles.is_empty() {
+            return Err(CrsError::AxisInput {
+                message: format!(
+                    "no runs of regime `{}`{} to build profiles from",
+                    options.axes.regime,
+                    options
+                        .axes
+                        .calibrator
+                        .as_ref()
+                        .map(|c| format!(" with calibrator `{c}`"))
+                        .unwrap_or_default()
+                ),
+            });
+        }
+        let values: Vec<CellValues> = plan.evaluate_values(means);
+        let aulc = plan.encoder_means(&values, |c| c.aulc);
+        let corruption_only = plan.encoder_means(&values, |c| c.robustness_corruption_only);
+        let mut cell_count = vec![0usize; profiles.len()];
+        for cell in &cells {
+            if let Some(e) = plan.encoders().iter().position(|n| *n == cell.encoder) {
+                cell_count[e] += 1;
+            }
+        }
+        let encoder_profiles: Vec<EncoderProfile> = profiles
+            .iter()
+            .enumerate()
+            .map(|(e, p)| EncoderProfile {
+                encoder: p.encoder.clone(),
+                discrimination: p.get(Axis::Discrimination),
+                calibration_error: p.get(Axis::Calibration).map(|c| -c),
+                label_efficiency: p.get(Axis::LabelEfficiency),
+                robustness: p.get(Axis::Robustness),
+                robustness_corruption_only: corruption_only[e],
+                aulc: aulc[e],
+                cells: cell_count[e],
+                oriented: p.values,
+            })
+            .collect();
+        for p in &profiles {
+            p.require_complete()?;
+        }
+
+        // Reference and CRS.
+        let (reference, origin) = match &options.reference {
+            Some(saved) => {
+                saved.check_compatible(&estimators, ValueScale::Oriented)?;
+                (saved.clone(), "saved")
+            }
+            None => {
+                if profiles.len() < 2 {
+                    return Err(CrsError::InvalidParameter {
+                        name: "panel",
+                        message: format!(
+                            "a reference built from the run set needs at least 2 encoders, regime `{}` has {}",
+                            options.axes.regime,
+                            profiles.len()
+                        ),
+                    });
+                }
+                let config = ReferenceConfig {
+                    weights: options.weights,
+                    estimators: estimators.clone(),
+                    ..Default::default()
+                };
+                (Reference::build(&profiles, config)?, "panel")
+            }
+        };
+        let weights = *reference.weights();
+        let scores = reference.score(&profiles)?;
+        let crs_values: Vec<f64> = scores.iter().map(|s| s.components.crs).collect();
+        let ranks = ordinal_ranks(&crs_values);
+
+        let bootstrap = match &options.bootstrap {
+            Some(config) if profiles.len() >= 2 => {
+                let config = BootstrapConfig { weights, ..config.clone() };
+                Some(paired_seed_bootstrap(&table, &options.axes, &config)?)
+            }
+            Some(_) => {
+                notes.push("bootstrap skipped: the panel has fewer than 2 encoders".into());
+                None
+            }
+            None => None,
+        };
+        let crs: Vec<EncoderCrs> = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let boot =
+                    bootstrap.as_ref().and_then(|b| b.encoders.iter().find(|e| e.encoder == s.encoder));
+                EncoderCrs {
+                    encoder: s.encoder.clone(),
+                    normalized: s.normalized,
+                    dominance: s.components.dominance,
+                    ideal: s.components.ideal,
+                    worst: s.components.worst,
+                    crs: s.components.crs,
+                    rank: ranks[i],
+                    in_panel: s.in_panel,
+                    saturated: s.saturated.clone(),
+                    lower: boot.map(|b| b.lower),
+                    upper: boot.map(|b| b.upper),
+                    p_rank1: boot.map(|b| b.p_rank1),
+                    p_top3: boot.map(|b| b.p_top3),
+                }
+            })
+            .collect();
+        if origin == "saved" && bootstrap.is_some() {
+            notes.push(
+                "bootstrap intervals describe the run set's own panel CRS (anchors recomputed per replicate), \
+                 not the CRS against the saved reference"
+                    .into(),
+            );
+        }
+
+        // Rank comparisons.
+        let mut rank_comparisons = Vec::new();
+        let named = |e: usize, v: f64| (profiles[e].encoder.clone(), v);
+        let disc: Vec<(String, f64)> = (0..profiles.len())
+            .filter_map(|e| profiles[e].get(Axis::Discrimination).map(|v| named(e, v)))
+            .collect();
+        let crs_named: Vec<(String, f64)> =
+            scores.iter().map(|s| (s.encoder.clone(), s.components.crs)).collect();
+        if disc.len() >= 2 {
+            rank_comparisons.push(NamedComparison {
+                name: "auroc_vs_crs".into(),
+                a: format!("clean {} ({})", options.axes.discrimination_metric, options.axes.regime),
+                b: "CRS".into(),
+                comparison: compare_rankings(&disc, &crs_named)?,
+            });
+        }
+        for &regime in &input.regimes {
+            if regime == options.axes.regime {
+                continue;
+            }
+            let other_axes = AxisConfig { regime, probe: None, ..options.axes.clone() };
+            let other = match plan_profiles(&table, means, &other_axes) {
+                Ok((_, _, p)) => p,
+                Err(e) => {
+                    notes.push(format!("{} vs {regime} comparison skipped: {e}", options.axes.regime));
+                    continue;
+                }
+            };
+            for (axis, label) in [
+                (Axis::Discrimination, options.axes.discrimination_metric.clone()),
+                (Axis::Calibration, format!("-{}", options.axes.calibration_metric)),
+            ] {
+                let b: Vec<(String, f64)> =
+                    other.iter().filter_map(|p| Some((p.encoder.clone(), p.get(axis)?))).collect();
+                let a: Vec<(String, f64)> = profiles
+                    .iter()
+                    .filter(|p| b.iter().any(|(n, _)| *n == p.encoder))
+                    .filter_map(|p| Some((p.encoder.clone(), p.get(axis)?)))
+                    .collect();
+                let b: Vec<(String, f64)> =
+                    b.into_iter().filter(|(n, _)| a.iter().any(|(m, _)| m == n)).collect();
+                if a.len() < 2 {
+                    notes.push(format!(
+                        "{} vs {regime} by {}: fewer than 2 encoders observed in both regimes",
+                        options.axes.regime,
+                        axis.name()
+                    ));
+                    continue;
+                }
+                rank_comparisons.push(NamedComparison {
+                    name: format!("{}_vs_{}_{}", options.axes.regime, regime, axis.name()),
+                    a: format!("{label} ({})", options.axes.regime),
+                    b: format!("{label} ({regime})"),
+                    comparison: compare_rankings(&a, &b)?,
+                });
+            }
+        }
+
+        // Estimator substitutions (reference rebuilt on the panel each time).
+        let panel_config =
+            ReferenceConfig { weights, estimators: estimators.clone(), ..ReferenceConfig::default() };
+        let primary = match origin {
+            "panel" => Ok(crs_named.clone()),
+            _ => panel_crs_of(&profiles, &panel_config),
+        };
+        let mut substitutions = Vec::new();
+        let mut candidates: Vec<(String, AxisConfig)> = Vec::new();
+        if options.axes.robustness == RobustnessVariant::WithShift {
+            candidates.push((
+                "robustness=corruption-only".into(),
+                AxisConfig { robustness: RobustnessVariant::CorruptionOnly, ..options.axes.clone() },
+            ));
+        }
+        for metric in ["adaptive_ece", "brier"] {
+            if metric != options.axes.calibration_metric && input.metrics.iter().any(|m| m == metric) {
+                candidates.push((
+                    format!("calibration={metric}"),
+                    AxisConfig { calibration_metric: metric.to_string(), ..options.axes.clone() },
+                ));
+            }
+        }
+        for (estimator, axes) in candidates {
+            let result = primary.as_ref().map_err(|e| e.to_string()).and_then(|primary| {
+                let (_, _, subst) = plan_profiles(&table, means, &axes).map_err(|e| e.to_string())?;
+                let b = panel_crs_of(&subst, &panel_config).map_err(|e| e.to_string())?;
+                compare_rankings(primary, &b).map_err(|e| e.to_string())
+            });
+            substitutions.push(match result {
+                Ok(c) => Substitution { estimator, comparison: Some(c), skipped: None },
+                Err(reason) => Substitution { estimator, comparison: None, skipped: Some(reason) },
+            });
+        }
+
+        // Axis correlations.
+        let mut correlations = Vec::new();
+        for (i, &a) in AXES.iter().enumerate() {
+            for &b in &AXES[i + 1..] {
+                let enc: Vec<_> = profiles.iter().map(|p| (p.get(a), p.get(b))).collect();
+                correlations.push(correlation("encoder", a.name(), b.name(), &enc));
+                let cell: Vec<_> = cells
+                    .iter()
+                    .map(|c| {
+                        (c.values.axis(a, options.axes.robustness), c.values.axis(b, options.axes.robustness))
+                    })
+                    .collect();
+                correlations.push(correlation("cell", a.name(), b.name(), &cell));
+            }
+        }
+        let le: Vec<Option<f64>> = profiles.iter().map(|p| p.get(Axis::LabelEfficiency)).collect();
+        let full: Vec<Option<f64>> = profiles.iter().map(|p| p.get(Axis::Discrimination)).collect();
+        let zip = |x: &[Option<f64>], y: &[Option<f64>]| -> Vec<(Option<f64>, Option<f64>)> {
+            x.iter().copied().zip(y.iter().copied()).collect()
+        };
+        correlations.push(correlation("encoder", "label_efficiency", "aulc", &zip(&le, &aulc)));
+        correlations.push(correlation("encoder", "aulc", "full_label_discrimination", &zip(&aulc, &full)));
+
+        // Per-domain CRS.
+        let mut by_domain: BTreeMap<&str, Vec<Profile>> = BTreeMap::new();
+        for cell in &cells {
+            let values = AXES.map(|a| cell.values.axis(a, options.axes.robustness));
+            by_domain.entry(&cell.dataset).or_default().push(Profile::new(cell.encoder.clone(), values));
+        }
+        let mut per_domain = Vec::new();
+        for (dataset, domain_profiles) in by_domain {
+            let complete: Vec<Profile> =
+                domain_profiles.into_iter().filter(|p| p.require_complete().is_ok()).collect();
+            let config = ReferenceConfig { domain: Some(dataset.to_string()), ..panel_config.clone() };
+            if complete.len() < 2 {
+                notes.push(format!("per-domain CRS of {dataset} skipped: fewer than 2 complete encoders"));
+                continue;
+            }
+            match panel_crs_of(&complete, &config) {
+                Ok(scores) => {
+                    let values: Vec<f64> = scores.iter().map(|s| s.1).collect();
+                    let ranks = ordinal_ranks(&values);
+                    per_domain.push(DomainCrs {
+                        dataset: dataset.to_string(),
+                        scores: scores.into_iter().zip(ranks).map(|((e, c), r)| (e, c, r)).collect(),
+                    });
+                }
+                Err(e) => notes.push(format!("per-domain CRS of {dataset} skipped: {e}")),
+            }
+        }
+
+        // Stability.
+        let stability_report = match options.stability_seed {
+            Some(seed) => match EvaluationOptions::stability_for_panel(seed, profiles.len()) {
+                Some(config) => Some(stability(&profiles, &panel_config, &config)?),
+                None => {
+                    notes.push("stability analyses skipped: they need at least 3 encoders".into());
+                    None
+                }
+            },
+            None => None,
+        };
+
+        let reference_json =
+            serde_json::from_str(&reference.to_json()).map_err(|e| CrsError::InvalidParameter {
+                name: "reference",
+                message: format!("reference JSON did not round-trip: {e}"),
+            })?;
+        Ok(Evaluation {
+            format: EVALUATION_FORMAT,
+            version: EVALUATION_VERSION,
+            input,
+            axes: options.axes.clone(),
+            estimators,
+            component_weights: weights.component,
+            axis_weights: weights.axis.as_array(),
+            reference_origin: origin,
+            reference: reference_json,
+            reference_used: reference,
+            metric_rows,
+            cells,
+            profiles: encoder_profiles,
+            crs,
+            bootstrap,
+            rank_comparisons,
+            substitutions,
+            correlations,
+            per_domain,
+            stability: stability_report,
+            notes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_record::RunRecord;
+
+    fn rec(
+        enc: &str,
+        regime: Regime,
+        frac: f64,
+        seed: u64,
+        cond: Condition,
+        auroc: f64,
+        ece: f64,
+    ) -> RunRecord {
+        RunRecord {
+            encoder: enc.into(),
+            dataset: "d".into(),
+            regime,
+            probe: "p".into(),
+            calibrator: "none".into(),
+            label_fraction: frac,
+            seed,
+            condition: cond,
+            metrics: BTreeMap::from([("macro_auroc".to_string(), auroc), ("ece".to_string(), ece)]),
+            paths: BTreeMap::new(),
+            timings: BTreeMap::new(),
+            versions: BTreeMap::new(),
+        }
+    }
+
+    /// Four encoders of distinct quality, 3 seeds, every axis observed; LoRA runs for two of them.
+    fn set(drop_perturbation_of: Option<&str>) -> RunRecordSet {
+        let mut records = Vec::new();
+        for (e, enc) in ["a", "b", "c", "d"].iter().enumerate() {
+            let q = 0.02 * e as f64;
+            let ece = 0.1 - 0.013 * ((e * 7) % 4) as f64;
+            for seed in 0..3u64 {
+                let noise = 0.003 * seed as f64;
+                for (i, frac) in [0.01, 0.05, 0.1, 0.25, 1.0].into_iter().enumerate() {
+                    let auroc = 0.7 + q + noise + 0.02 * i as f64 * (1.0 + 0.1 * ((e * 3) % 4) as f64);
+                    records.push(rec(enc, Regime::Frozen, frac, seed, Condition::Clean, auroc, ece + noise));
+                }
+                if drop_perturbation_of != Some(*enc) {
+                    let cond = Condition::Perturbation { perturbation: "blur".into(), severity: 1 };
+                    let auroc = 0.7 + q - 0.01 * ((e * 5) % 4) as f64;
+                    records.push(rec(enc, Regime::Frozen, 1.0, seed, cond, auroc, ece));
+                }
+                if e < 3 {
+                    let auroc = 0.9 - q + noise;
+                    records.push(rec(enc, Regime::Lora, 1.0, seed, Condition::Clean, auroc, ece));
+                }
+            }
+        }
+        RunRecordSet::from_records(records, "mem").unwrap()
+    }
+
+    fn options(replicates: usize) -> EvaluationOptions {
+        EvaluationOptions {
+            bootstrap: Some(BootstrapConfig { replicates, seed: 5, ..BootstrapConfig::default() }),
+            ..EvaluationOptions::default()
+        }
+    }
+
+    #[test]
+    fn bootstrap_point_crs_is_the_panel_crs_and_intervals_are_attached() {
+        let e = Evaluation::build(&set(None), &options(200)).unwrap();
+        let boot = e.bootstrap.as_ref().unwrap();
+        assert_eq!(e.crs.len(), 4);
+        for c in &e.crs {
+            let b = boot.encoders.iter().find(|b| b.encoder == c.encoder).unwrap();
+            // The same anchors and CRS code on the same means: bit-identical.
+            assert_eq!(b.crs.to_bits(), c.crs.to_bits(), "{}", c.encoder);
+            assert_eq!((c.lower, c.upper, c.p_rank1), (Some(b.lower), Some(b.upper), Some(b.p_rank1)));
+        }
+        let mut ranks: Vec<usize> = e.crs.iter().map(|c| c.rank).collect();
+        ranks.sort_unstable();
+        assert_eq!(ranks, vec![1, 2, 3, 4]);
+        assert_eq!(e.reference_origin, "panel");
+    }
+
+    #[test]
+    fn compares_frozen_with_adapted_on_the_encoders_in_both() {
+        let e = Evaluation::build(&set(None), &options(10)).unwrap();
+        let c = e.rank_comparisons.iter().find(|c| c.name == "frozen_vs_lora_discrimination").unwrap();
+        assert_eq!(c.comparison.n, 3);
+        // LoRA AUROC is 0.9 − q, the reverse of the frozen order 0.7 + q: every pair reverses.
+        assert_eq!(c.comparison.reversals, 3);
+        assert!(e.rank_comparisons.iter().any(|c| c.name == "auroc_vs_crs"));
+        assert_eq!(e.substitutions[0].estimator, "robustness=corruption-only");
+    }
+
+    #[test]
+    fn an_encoder_missing_an_axis_is_an_error() {
+        let err = Evaluation::build(&set(Some("c")), &options(10)).unwrap_err();
+        assert!(
+            matches!(&err, CrsError::MissingAxis { encoder, axis: Axis::Robustness } if encoder == "c"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_saved_reference_with_other_estimators_is_refused() {
+        let base = Evaluation::build(&set(None), &options(10)).unwrap();
+        let opts = EvaluationOptions {
+            reference: Some(base.reference_used.clone()),
+            axes: AxisConfig { robustness: RobustnessVariant::CorruptionOnly, ..AxisConfig::default() },
+            ..options(10)
+        };
+        let err = Evaluation::build(&set(None), &opts).unwrap_err();
+        assert!(matches!(err, CrsError::EstimatorMismatch { .. }), "{err}");
+        // The same estimators reproduce the panel scores exactly.
+        let again = EvaluationOptions { reference: Some(base.reference_used.clone()), ..options(10) };
+        let e = Evaluation::build(&set(None), &again).unwrap();
+        assert_eq!(e.reference_origin, "saved");
+        for (a, b) in base.crs.iter().zip(&e.crs) {
+            assert_eq!(a.crs.to_bits(), b.crs.to_bits());
+        }
+    }
+
+    #[test]
+    fn stability_design_scales_with_the_panel() {
+        let paper = EvaluationOptions::stability_for_panel(1, 15).unwrap();
+        assert_eq!(
+            (paper.subpanel_sizes.clone(), paper.inserted_per_trial, paper.top_k),
+            (vec![12, 10], 3, 3)
+        );
+        let small = EvaluationOptions::stability_for_panel(1, 4).unwrap();
+        assert_eq!((small.subpanel_sizes.clone(), small.inserted_per_trial), (vec![3], 2));
+        assert!(EvaluationOptions::stability_for_panel(1, 2).is_none());
+    }
+}

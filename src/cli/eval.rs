@@ -1,0 +1,508 @@
+//! `calibra eval RUN_RECORDS.jsonl|RUN_DIR`: the whole reliability evaluation of a run set — metric
+//! rows, profiles, CRS with bootstrap intervals, rank comparisons, stability — written as JSON, CSV and
+//! a Markdown report with SVG figures.
+//!
+//! Output directory layout (`--out DIR`):
+//! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
+//! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
+//! - `report.md` and `figures/*.svg`;
+//! - `reference.json`: the reference the CRS was computed against.
+//!
+//! The directory is complete or absent: everything is written (each file atomically) into a temporary
+//! sibling directory that is renamed to DIR at the end; on error the temporary directory is removed.
+//! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
+
+use crate::cli::output::{OutputFormat, emit};
+use anyhow::{Context, Result, bail};
+use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
+use calibra_crs::{
+    AXES, AxisConfig, AxisWeights, BootstrapConfig, ComponentWeights, Reference, Regime, RobustnessVariant,
+    RunRecordSet, ScoreWeights,
+};
+use calibra_metrics::{
+    Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
+};
+use calibra_predictions::{Targets, read_predictions, write_atomically};
+use calibra_report::{ReliabilityFigure, eval_report};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `--robustness`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum RobustnessArg {
+    /// `1_shift = 1` for cells with an observed shift target (the primary axis).
+    #[default]
+    WithShift,
+    /// `1_shift = 0` everywhere.
+    CorruptionOnly,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Run-record files (JSON Lines) or directories; a directory contributes every `*.jsonl` file in it
+    /// (not recursive, sorted by name). Files are read together: a run key repeated across files is an
+    /// error.
+    #[arg(required = true, value_name = "RUN_RECORDS.jsonl|RUN_DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Write the evaluation into this directory (created; complete or absent). Without it, only the
+    /// summary is printed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing output directory (only once the new one is complete).
+    #[arg(long)]
+    pub force: bool,
+    /// Score against this saved reference (frozen panel, anchors and weights) instead of building one
+    /// from the run set's encoders.
+    #[arg(long, value_name = "REF.json")]
+    pub reference: Option<PathBuf>,
+    /// Save the reference used as versioned JSON.
+    #[arg(long, value_name = "REF.json")]
+    pub save_reference: Option<PathBuf>,
+    /// Paired-seed bootstrap replicates (0 skips the bootstrap).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap and of the stability analyses.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Level of the bootstrap percentile intervals, in (0, 1).
+    #[arg(long, default_value_t = 0.95)]
+    pub level: f64,
+    /// Component weights α_D,α_S,α_W (non-negative, summing to 1) [default: 0.60,0.25,0.15].
+    #[arg(long, value_name = "D,S,W", value_parser = parse_component_weights)]
+    pub weights: Option<ComponentWeights>,
+    /// Axis weights of the ideal-point term (discrimination,calibration,label_efficiency,robustness;
+    /// non-negative, summing to 1) [default: 0.25 each].
+    #[arg(long, value_name = "a,b,c,d", value_parser = parse_axis_weights)]
+    pub axis_weights: Option<AxisWeights>,
+    /// Robustness formula of the profile axis.
+    #[arg(long, value_enum, default_value_t)]
+    pub robustness: RobustnessArg,
+    /// Regime whose runs define the axes: frozen, lora, coop, full or zero-shot.
+    #[arg(long, default_value = "frozen", value_parser = parse_regime)]
+    pub regime: Regime,
+    /// Probe of the runs that define the axes (default: any, one per cell).
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Post-hoc calibrator of the runs that define the axes ("none" = raw outputs).
+    #[arg(long, default_value = "none")]
+    pub calibrator: String,
+    /// Larger-is-better discrimination metric of the run records.
+    #[arg(long, default_value = "macro_auroc")]
+    pub discrimination_metric: String,
+    /// Lower-is-better calibration metric of the run records.
+    #[arg(long, default_value = "ece")]
+    pub calibration_metric: String,
+    /// Skip the stability analyses (leave-one-out, sub-panels, insertion, weight perturbations).
+    #[arg(long)]
+    pub no_stability: bool,
+    /// Do not read predictions files for reliability diagrams.
+    #[arg(long)]
+    pub no_reliability: bool,
+    /// Bins of the reliability diagrams (equal width, right-closed).
+    #[arg(long, default_value_t = 15)]
+    pub bins: usize,
+    /// Summary on stdout: a table, or the whole evaluation as JSON.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+fn parse_numbers(text: &str, count: usize) -> Result<Vec<f64>, String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() != count {
+        return Err(format!("expected {count} comma-separated numbers, found {} in `{text}`", parts.len()));
+    }
+    parts.iter().map(|p| p.parse::<f64>().map_err(|_| format!("`{p}` is not a number"))).collect()
+}
+
+fn parse_component_weights(text: &str) -> Result<ComponentWeights, String> {
+    let w = parse_numbers(text, 3)?;
+    ComponentWeights::new(w[0], w[1], w[2]).map_err(|e| e.to_string())
+}
+
+fn parse_axis_weights(text: &str) -> Result<AxisWeights, String> {
+    let w = parse_numbers(text, 4)?;
+    AxisWeights::new([w[0], w[1], w[2], w[3]]).map_err(|e| e.to_string())
+}
+
+fn parse_regime(text: &str) -> Result<Regime, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a regime; expected frozen, lora, coop, full or zero-shot"))
+}
+
+/// The run-record files named by the inputs (directories expanded to their `*.jsonl` files).
+fn record_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+                .with_context(|| format!("{}: cannot list the run directory", input.display()))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            if found.is_empty() {
+                bail!("{}: the run directory holds no *.jsonl run-record file", input.display());
+            }
+            found.sort();
+            files.extend(found);
+        } else if input.is_file() {
+            files.push(input.clone());
+        } else {
+            bail!("{}: no such run-record file or directory", input.display());
+        }
+    }
+    Ok(files)
+}
+
+/// Reliability bins of every run whose record points to a predictions file, in record order.
+fn reliability_figures(set: &RunRecordSet, n_bins: usize) -> Result<Vec<ReliabilityFigure>> {
+    let mut out = Vec::new();
+    for located in set.records() {
+        let Some(rel) = located.record.paths.get("predictions") else { continue };
+        let base = Path::new(&located.location.source).parent().unwrap_or(Path::new(""));
+        let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { base.join(rel) };
+        let at = || {
+            format!(
+                "{}:{}: predictions file `{rel}` of this run record (pass --no-reliability to skip diagrams)",
+                located.location.source, located.location.line
+            )
+        };
+        let predictions = read_predictions(&path).with_context(at)?;
+        let probs = predictions.probabilities();
+        let k = predictions.num_classes();
+        let bins: Vec<ReliabilityBin> = match predictions.targets() {
+            Targets::Classes(labels) => {
+                top_label_reliability_bins(&probs, k, labels, n_bins, Binning::RightClosed)
+                    .with_context(at)?
+            }
+            Targets::Labels(values) => {
+                let (conf, outcome): (Vec<f64>, Vec<f64>) = probs
+                    .iter()
+                    .zip(values)
+                    .filter_map(|(&p, t)| t.map(|t| (p, if t { 1.0 } else { 0.0 })))
+                    .unzip();
+                reliability_bins(&conf, &outcome, n_bins, Binning::RightClosed)
+            }
+        };
+        let n: usize = bins.iter().map(|b| b.count).sum();
+        let r = &located.record;
+        out.push(ReliabilityFigure {
+            run: format!(
+                "{} / {} / {} / {} / ρ={} / seed {}",
+                r.encoder, r.dataset, r.regime, r.condition, r.label_fraction, r.seed
+            ),
+            source: rel.clone(),
+            ece: expected_calibration_error(&bins, n),
+            bins,
+        });
+    }
+    Ok(out)
+}
+
+/// A number in a CSV cell: shortest round-trip form, empty when absent or undefined.
+fn csv_number(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => v.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn csv_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header)?;
+    for row in rows {
+        w.write_record(&row)?;
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))
+}
+
+/// Every output file (relative path, bytes); `evaluation.json` last.
+fn output_files(
+    e: &Evaluation,
+    figures: &[ReliabilityFigure],
+    reference_json: String,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    let rows = e
+        .metric_rows
+        .iter()
+        .map(|r| {
+            let (kind, perturbation, severity, target) = match &r.condition {
+                calibra_crs::Condition::Clean => ("clean", String::new(), String::new(), String::new()),
+                calibra_crs::Condition::Perturbation { perturbation, severity } => {
+                    ("perturbation", perturbation.clone(), severity.to_string(), String::new())
+                }
+                calibra_crs::Condition::Shift { target } => {
+                    ("shift", String::new(), String::new(), target.clone())
+                }
+            };
+            vec![
+                r.encoder.clone(),
+                r.dataset.clone(),
+                r.regime.name().to_string(),
+                r.probe.clone(),
+                r.calibrator.clone(),
+                r.label_fraction.to_string(),
+                kind.to_string(),
+                perturbation,
+                severity,
+                target,
+                r.metric.clone(),
+                csv_number(Some(r.mean)),
+                csv_number(r.std),
+                r.n_seeds.to_string(),
+            ]
+        })
+        .collect();
+    files.push((
+        "metric_rows.csv".to_string(),
+        csv_bytes(
+            &[
+                "encoder",
+                "dataset",
+                "regime",
+                "probe",
+                "calibrator",
+                "label_fraction",
+                "condition",
+                "perturbation",
+                "severity",
+                "shift_target",
+                "metric",
+                "mean",
+                "std",
+                "n_seeds",
+            ],
+            rows,
+        )?,
+    ));
+    let rows = e
+        .profiles
+        .iter()
+        .map(|p| {
+            vec![
+                p.encoder.clone(),
+                csv_number(p.discrimination),
+                csv_number(p.calibration_error),
+                csv_number(p.label_efficiency),
+                csv_number(p.robustness),
+            ]
+        })
+        .collect();
+    files.push((
+        "profiles.csv".to_string(),
+        csv_bytes(&["encoder", "discrimination", "calibration", "label_efficiency", "robustness"], rows)?,
+    ));
+    let mut order: Vec<usize> = (0..e.crs.len()).collect();
+    order.sort_by_key(|&i| e.crs[i].rank);
+    let rows = order
+        .iter()
+        .map(|&i| {
+            let c = &e.crs[i];
+            let mut row = vec![c.rank.to_string(), c.encoder.clone()];
+            row.extend(c.normalized.iter().map(|&v| csv_number(Some(v))));
+            row.extend([c.dominance, c.ideal, c.worst, c.crs].map(|v| csv_number(Some(v))));
+            row.extend([c.lower, c.upper, c.p_rank1, c.p_top3].map(csv_number));
+            row.push(c.in_panel.to_string());
+            row
+        })
+        .collect();
+    let normalized: Vec<String> = AXES.iter().map(|a| format!("{}_normalized", a.name())).collect();
+    let mut header = vec!["rank", "encoder"];
+    header.extend(normalized.iter().map(String::as_str));
+    header.extend([
+        "dominance",
+        "ideal",
+        "worst",
+        "crs",
+        "crs_lower",
+        "crs_upper",
+        "p_rank1",
+        "p_top3",
+        "in_panel",
+    ]);
+    files.push(("crs.csv".to_string(), csv_bytes(&header, rows)?));
+    for f in eval_report(e, figures) {
+        files.push((f.path, f.contents.into_bytes()));
+    }
+    files.push(("reference.json".to_string(), (reference_json + "\n").into_bytes()));
+    files.push(("evaluation.json".to_string(), (serde_json::to_string_pretty(e)? + "\n").into_bytes()));
+    Ok(files)
+}
+
+/// Write `files` into a fresh temporary sibling of `out`, then rename it to `out` (see the module docs).
+fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Result<()> {
+    if out.exists() && !force {
+        bail!("{}: the output directory already exists (pass --force to replace it)", out.display());
+    }
+    let name = out
+        .file_name()
+        .with_context(|| format!("{}: the output path has no directory name", out.display()))?
+        .to_string_lossy()
+        .to_string();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| -> Result<()> {
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).with_context(|| format!("{}: cannot remove", tmp.display()))?;
+        }
+        for (rel, bytes) in files {
+            let path = tmp.join(rel);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+            }
+            write_atomically(&path, |w: &mut dyn Write| w.write_all(bytes))?;
+        }
+        if out.exists() {
+            let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+            std::fs::rename(out, &old).with_context(|| format!("{}: cannot move aside", out.display()))?;
+            std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot create", out.display()))?;
+            std::fs::remove_dir_all(&old).with_context(|| format!("{}: cannot remove", old.display()))?;
+        } else {
+            std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot create", out.display()))?;
+        }
+        Ok(())
+    })();
+    if result.is_err() && tmp.exists() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn summary_table(e: &Evaluation) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} run records → {} metric rows; {} encoders; reference: {}",
+        e.input.records,
+        e.input.metric_rows,
+        e.crs.len(),
+        if e.reference_origin == "saved" { "saved" } else { "built from the run set's panel" }
+    );
+    let width = e.crs.iter().map(|c| c.encoder.chars().count()).max().unwrap_or(0).max("encoder".len());
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<width$}  {:>8}  {:>19}  {:>9}  {:>8}",
+        "rank", "encoder", "CRS", "95% interval", "P(rank1)", "P(top3)"
+    );
+    let mut order: Vec<usize> = (0..e.crs.len()).collect();
+    order.sort_by_key(|&i| e.crs[i].rank);
+    let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.4}"));
+    for i in order {
+        let c = &e.crs[i];
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<width$}  {:>8.4}  {:>19}  {:>9}  {:>8}",
+            c.rank,
+            c.encoder,
+            c.crs,
+            format!("[{}, {}]", f(c.lower), f(c.upper)),
+            f(c.p_rank1),
+            f(c.p_top3)
+        );
+    }
+    for c in &e.rank_comparisons {
+        let _ = writeln!(
+            out,
+            "{}: Kendall τ {:.4}, reversals {}/{}, mean |Δrank| {:.4}",
+            c.name,
+            c.comparison.kendall_tau,
+            c.comparison.reversals,
+            c.comparison.pairs,
+            c.comparison.mean_abs_displacement
+        );
+    }
+    for n in &e.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+pub fn run(args: &EvalArgs) -> Result<()> {
+    let files = record_files(&args.inputs)?;
+    let set = RunRecordSet::from_paths(&files)?;
+    let reference = match &args.reference {
+        Some(path) => {
+            let reference = Reference::load(path)?;
+            let frozen = reference.weights();
+            if args.weights.is_some_and(|w| w != frozen.component)
+                || args.axis_weights.is_some_and(|w| w != frozen.axis)
+            {
+                bail!(
+                    "{}: the reference freezes its weights (components {:?}, axes {:?}); \
+                     --weights/--axis-weights differ: build a new reference instead",
+                    path.display(),
+                    frozen.component,
+                    frozen.axis.as_array()
+                );
+            }
+            Some(reference)
+        }
+        None => None,
+    };
+    let options = EvaluationOptions {
+        axes: AxisConfig {
+            regime: args.regime,
+            probe: args.probe.clone(),
+            calibrator: Some(args.calibrator.clone()),
+            discrimination_metric: args.discrimination_metric.clone(),
+            calibration_metric: args.calibration_metric.clone(),
+            robustness: match args.robustness {
+                RobustnessArg::WithShift => RobustnessVariant::WithShift,
+                RobustnessArg::CorruptionOnly => RobustnessVariant::CorruptionOnly,
+            },
+            ..AxisConfig::default()
+        },
+        weights: ScoreWeights {
+            axis: args.axis_weights.unwrap_or_default(),
+            component: args.weights.unwrap_or_default(),
+        },
+        reference,
+        bootstrap: (args.bootstrap > 0).then(|| BootstrapConfig {
+            replicates: args.bootstrap,
+            seed: args.seed,
+            level: args.level,
+            ..BootstrapConfig::default()
+        }),
+        stability_seed: (!args.no_stability).then_some(args.seed),
+    };
+    let what = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+    let started = Instant::now();
+    if args.bootstrap > 0 {
+        eprintln!(
+            "evaluating {} run records from {what}; paired-seed bootstrap with {} replicates (seed {})…",
+            set.len(),
+            args.bootstrap,
+            args.seed
+        );
+    }
+    let evaluation = Evaluation::build(&set, &options).with_context(|| format!("evaluating {what}"))?;
+    if args.bootstrap > 0 {
+        eprintln!("evaluation done in {:.2} s", started.elapsed().as_secs_f64());
+    }
+    let figures = if args.no_reliability || args.out.is_none() {
+        Vec::new()
+    } else {
+        reliability_figures(&set, args.bins)?
+    };
+    let reference = &evaluation.reference_used;
+    if let Some(out) = &args.out {
+        let files = output_files(&evaluation, &figures, reference.to_json())?;
+        write_output_dir(out, &files, args.force)?;
+        eprintln!("wrote {} files to {}", files.len(), out.display());
+    }
+    if let Some(path) = &args.save_reference {
+        reference.save(path)?;
+        eprintln!("saved the reference to {}", path.display());
+    }
+    match args.format {
+        OutputFormat::Json => emit(&(serde_json::to_string_pretty(&evaluation)? + "\n"))?,
+        OutputFormat::Table => emit(&summary_table(&evaluation))?,
+    }
+    Ok(())
+}
