@@ -1,0 +1,47 @@
+//! calibra-calibrate: post-hoc calibrators, fitted once on a calibration split and applied anywhere.
+//!
+//! Owns: the [`Calibrator`] trait and its registry ([`calibrator_for`]), one file per method
+//! (temperature, vector, matrix, isotonic, Dirichlet, Platt, per-label multilabel, SaLS), the shared
+//! affine-softmax model, the numerical optimisers they need ([`optim`]: bounded Brent search and
+//! L-BFGS with a strong-Wolfe line search), and the versioned JSON form of a fitted calibrator
+//! ([`FittedCalibrator`]).
+//!
+//! Formulas and reference implementations: `shared/spec/calibration-metrics-transfer.md` §B (and §A5
+//! for SaLS). Parity with sklearn / scipy / dirichletcal is proven by golden vectors in `tests/golden/`
+//! produced by `scripts/golden/calibrate.py`.
+//!
+//! Must not depend on: burn, or calibra crates above it (crs, report, models, train). It reads and
+//! writes predictions through calibra-predictions and uses calibra-metrics for softmax.
+#![forbid(unsafe_code)]
+
+pub mod affine;
+mod blocks;
+mod calibrator;
+pub mod dirichlet;
+mod error;
+mod input;
+pub mod isotonic;
+pub mod matrix;
+pub mod optim;
+pub mod per_label;
+pub mod platt;
+mod registry;
+pub mod sals;
+pub mod temperature;
+pub mod vector;
+
+pub use affine::{AffineForm, AffineInput, AffineModel, AffineParams, Regulariser};
+pub use calibrator::{
+    Calibrator, FORMAT_VERSION, FitReport, FitWarning, FittedCalibrator, FittedParams, Method,
+};
+pub use dirichlet::{DirichletCalibration, DirichletSelection};
+pub use error::CalibrateError;
+pub use input::MIN_SAMPLES;
+pub use isotonic::{IsotonicCalibration, IsotonicFunction, IsotonicParams};
+pub use matrix::MatrixScaling;
+pub use per_label::{LabelCalibrator, LabelMethod, PerLabelCalibration, PerLabelParams};
+pub use platt::{PlattParams, PlattScaling, PlattScore, Sigmoid};
+pub use registry::{CalibratorOptions, calibrator_for};
+pub use sals::{Sals, SalsParams};
+pub use temperature::{TemperatureParams, TemperatureScaling};
+pub use vector::VectorScaling;

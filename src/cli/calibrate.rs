@@ -1,0 +1,303 @@
+//! `calibra calibrate`: fit a post-hoc calibrator on a calibration split (or load a saved one), apply
+//! it to a predictions file, write the calibrated predictions (`prob_*` columns), optionally save the
+//! calibrator as JSON and print the before/after table (`--report`: ECE, adaptive ECE, Brier, NLL,
+//! accuracy, macro AUROC and the change in AUROC — CRS-Bench's E2 table).
+//!
+//! Every output goes through a temp file + rename, and nothing is written before fitting and
+//! applying have succeeded, so a failure never leaves a partial file.
+
+use crate::cli::output::{OutputFormat, cell};
+use anyhow::{Context, Result, bail};
+use calibra_calibrate::{
+    CalibratorOptions, FittedCalibrator, FittedParams, Method, PlattScore, Regulariser, calibrator_for,
+};
+use calibra_metrics::{Binning, MetricSummary, SummaryOptions};
+use calibra_predictions::{Predictions, read_predictions, write_predictions};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["method", "load"])))]
+pub struct CalibrateArgs {
+    /// Method to fit: temperature, vector, matrix, isotonic, dirichlet, platt or sals. On multilabel
+    /// files temperature, isotonic and platt calibrate each label separately.
+    #[arg(long, requires = "fit")]
+    pub method: Option<Method>,
+    /// Calibration predictions (held-out split) to fit on.
+    #[arg(long, value_name = "CAL_PREDICTIONS", conflicts_with = "load")]
+    pub fit: Option<PathBuf>,
+    /// A calibrator saved with --save, to apply instead of fitting one.
+    #[arg(long, value_name = "CALIBRATOR_JSON")]
+    pub load: Option<PathBuf>,
+    /// Predictions to calibrate.
+    #[arg(long, value_name = "PREDICTIONS", requires = "out")]
+    pub apply: Option<PathBuf>,
+    /// Where to write the calibrated predictions (same format, prob_* columns).
+    #[arg(long, value_name = "CALIBRATED_PREDICTIONS", requires = "apply")]
+    pub out: Option<PathBuf>,
+    /// Save the fitted calibrator (method, format version, class names, parameters, fit report) as JSON.
+    #[arg(long, value_name = "CALIBRATOR_JSON", conflicts_with = "load")]
+    pub save: Option<PathBuf>,
+    /// Print metrics of the predictions before and after calibration, and the change in AUROC.
+    #[arg(long, requires = "apply")]
+    pub report: bool,
+    /// Matrix and Dirichlet: regulariser strength λ (ODIR off-diagonal, or L2 with --regulariser l2).
+    /// Dirichlet without --reg-lambda selects (λ, μ) by 5-fold cross-validated log-loss.
+    #[arg(long, value_name = "LAMBDA")]
+    pub reg_lambda: Option<f64>,
+    /// ODIR intercept strength μ (default: equal to λ).
+    #[arg(long, value_name = "MU", requires = "reg_lambda")]
+    pub reg_mu: Option<f64>,
+    /// Regulariser family for --reg-lambda: odir (Kull et al. 2019, default) or l2.
+    #[arg(long, value_enum, default_value_t = RegulariserKind::Odir)]
+    pub regulariser: RegulariserKind,
+    /// Dirichlet: number of cross-validation folds for the (λ, μ) selection.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub folds: Option<u32>,
+    /// Platt: fit the sigmoid on the logit (log-odds; default) or on the probability (sklearn parity
+    /// for estimators without decision_function).
+    #[arg(long, value_enum, default_value_t = PlattScoreArg::Logit)]
+    pub platt_score: PlattScoreArg,
+    /// SaLS: zero-shot logits of the samples in --apply (matched by id).
+    #[arg(long, value_name = "ZERO_SHOT_PREDICTIONS")]
+    pub zero_shot: Option<PathBuf>,
+    /// Bins for ECE in --report.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub bins: u32,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RegulariserKind {
+    Odir,
+    L2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlattScoreArg {
+    Logit,
+    Probability,
+}
+
+/// One row of the before/after table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportRow {
+    pub metric: &'static str,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+/// The `--report` document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationReport {
+    pub method: Method,
+    pub samples: usize,
+    pub rows: Vec<ReportRow>,
+    /// macro AUROC after − before.
+    pub delta_auroc: Option<f64>,
+}
+
+pub fn run(args: &CalibrateArgs) -> Result<()> {
+    if args.save.is_none() && args.out.is_none() {
+        bail!(
+            "nothing to do: give --apply PREDICTIONS --out CALIBRATED_PREDICTIONS, or --save CALIBRATOR_JSON"
+        );
+    }
+    let target = match &args.apply {
+        Some(path) => Some((path.as_path(), read_predictions(path)?)),
+        None => None,
+    };
+    let fitted = match (&args.load, &args.fit, args.method) {
+        (Some(path), _, _) => FittedCalibrator::load(path)?,
+        (None, Some(cal_path), Some(method)) => fit(args, method, cal_path, target.as_ref())?,
+        _ => bail!("give --method METHOD --fit CAL_PREDICTIONS, or --load CALIBRATOR_JSON"),
+    };
+    let applied = match target {
+        Some((path, predictions)) => Some(apply(args, &fitted, path, predictions)?),
+        None => None,
+    };
+    let summary = match (&applied, args.report) {
+        (Some((before, after)), true) => Some(report(fitted.method, before, after, args.bins as usize)?),
+        _ => None,
+    };
+    // Everything is computed: now write, each file atomically.
+    if let Some(save) = &args.save {
+        fitted.save(save)?;
+        eprintln!("saved the {} calibrator to {}", fitted.method, save.display());
+    }
+    if let (Some((_, after)), Some(out)) = (&applied, &args.out) {
+        write_predictions(out, after)?;
+        eprintln!("wrote calibrated predictions to {}", out.display());
+    }
+    if let Some(report) = summary {
+        match args.format {
+            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+            OutputFormat::Table => print!("{}", table(&report)),
+        }
+    }
+    Ok(())
+}
+
+fn options(args: &CalibrateArgs) -> CalibratorOptions {
+    let regulariser = args.reg_lambda.map(|lambda| match args.regulariser {
+        RegulariserKind::Odir => {
+            Regulariser::Odir { lambda, mu: args.reg_mu.unwrap_or(lambda), normalised: true }
+        }
+        RegulariserKind::L2 => Regulariser::L2 { lambda, normalised: true },
+    });
+    CalibratorOptions {
+        regulariser,
+        platt_score: match args.platt_score {
+            PlattScoreArg::Logit => PlattScore::Logit,
+            PlattScoreArg::Probability => PlattScore::Probability,
+        },
+        folds: args.folds.map(|f| f as usize),
+    }
+}
+
+fn fit(
+    args: &CalibrateArgs,
+    method: Method,
+    cal_path: &Path,
+    target: Option<&(&Path, Predictions)>,
+) -> Result<FittedCalibrator> {
+    if let Some(lambda) = args.reg_lambda {
+        if !(lambda.is_finite() && lambda >= 0.0) || args.reg_mu.is_some_and(|m| !(m.is_finite() && m >= 0.0))
+        {
+            bail!("--reg-lambda and --reg-mu must be finite and ≥ 0");
+        }
+        if !matches!(method, Method::Matrix | Method::Dirichlet) {
+            bail!("--reg-lambda applies to matrix and dirichlet only, not to {method}");
+        }
+    }
+    let calibration = read_predictions(cal_path)?;
+    if let Some((path, predictions)) = target {
+        // Compare headers before fitting: a mismatch is the user's mistake, not worth a long fit.
+        check_same_classes(cal_path, &calibration, path, predictions)?;
+        if calibration.score_kind() != predictions.score_kind() {
+            eprintln!(
+                "warning[score-kind-mismatch]: {} stores {}* columns but {} stores {}* columns; logits are \
+                 taken as ln(p + 1e-12) where only probabilities exist",
+                cal_path.display(),
+                calibration.score_kind().prefix(),
+                path.display(),
+                predictions.score_kind().prefix()
+            );
+        }
+    }
+    let calibrator = calibrator_for(method, calibration.task(), &options(args))?;
+    let fitted = calibrator
+        .fit(&calibration)
+        .with_context(|| format!("fitting {method} on {}", cal_path.display()))?;
+    for w in &fitted.report.warnings {
+        eprintln!("warning[{}]: {}: {}", w.code, cal_path.display(), w.message);
+    }
+    for note in &fitted.report.notes {
+        eprintln!("note: {note}");
+    }
+    eprintln!("fitted {method} on {} calibration samples: {}", fitted.report.samples, describe(&fitted));
+    Ok(fitted)
+}
+
+/// The same classes in the same order, or an error saying which file has what.
+fn check_same_classes(cal_path: &Path, cal: &Predictions, path: &Path, p: &Predictions) -> Result<()> {
+    if cal.class_names() == p.class_names() && cal.task() == p.task() {
+        return Ok(());
+    }
+    let mut a = cal.class_names().to_vec();
+    let mut b = p.class_names().to_vec();
+    a.sort();
+    b.sort();
+    let what = if cal.task() != p.task() {
+        format!("tasks differ ({} vs {})", cal.task().as_str(), p.task().as_str())
+    } else if a == b {
+        "the same classes in a different column order".to_string()
+    } else {
+        "different class sets".to_string()
+    };
+    bail!(
+        "{} has classes [{}] but {} has [{}]: {what}; calibration and predictions must have the same classes in \
+         the same order",
+        cal_path.display(),
+        cal.class_names().join(", "),
+        path.display(),
+        p.class_names().join(", ")
+    )
+}
+
+fn apply(
+    args: &CalibrateArgs,
+    fitted: &FittedCalibrator,
+    path: &Path,
+    predictions: Predictions,
+) -> Result<(Predictions, Predictions)> {
+    let calibrated = match (&fitted.params, &args.zero_shot) {
+        (FittedParams::Sals(_), Some(zs_path)) => {
+            let zero_shot = read_predictions(zs_path)?;
+            fitted.apply_with_zero_shot(&predictions, &zero_shot)
+        }
+        (FittedParams::Sals(_), None) => {
+            bail!("sals needs --zero-shot ZERO_SHOT_PREDICTIONS for {}", path.display())
+        }
+        _ => fitted.apply(&predictions),
+    }
+    .with_context(|| format!("applying the {} calibrator to {}", fitted.method, path.display()))?;
+    Ok((predictions, calibrated))
+}
+
+/// A one-line summary of the fitted parameters.
+fn describe(f: &FittedCalibrator) -> String {
+    match &f.params {
+        FittedParams::Temperature(t) => {
+            format!("T = {:.6}{}", t.temperature, if t.at_bound { " (at a bound of the search)" } else { "" })
+        }
+        FittedParams::Dirichlet(a) | FittedParams::Matrix(a) => format!("regulariser {:?}", a.regulariser),
+        _ => format!("mean NLL {} → {}", cell(f.report.nll_before), cell(f.report.nll_after)),
+    }
+}
+
+fn summary(p: &Predictions, bins: usize) -> Result<MetricSummary> {
+    let options = SummaryOptions { n_bins: bins, binning: Binning::RightClosed, ordinal: false };
+    crate::cli::metrics::summarize(p, &options)
+}
+
+/// The before/after table of `--report`.
+pub fn report(
+    method: Method,
+    before: &Predictions,
+    after: &Predictions,
+    bins: usize,
+) -> Result<CalibrationReport> {
+    let (b, a) = (summary(before, bins)?, summary(after, bins)?);
+    let rows = vec![
+        ReportRow { metric: "ECE", before: b.ece, after: a.ece },
+        ReportRow { metric: "adaptive ECE", before: b.adaptive_ece, after: a.adaptive_ece },
+        ReportRow { metric: "Brier", before: b.brier, after: a.brier },
+        ReportRow { metric: "NLL", before: b.nll, after: a.nll },
+        ReportRow { metric: "accuracy", before: b.accuracy, after: a.accuracy },
+        ReportRow { metric: "macro AUROC", before: b.macro_auroc, after: a.macro_auroc },
+    ];
+    let delta_auroc = a.macro_auroc.zip(b.macro_auroc).map(|(x, y)| x - y);
+    Ok(CalibrationReport { method, samples: before.len(), rows, delta_auroc })
+}
+
+fn table(r: &CalibrationReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "{} calibration, {} samples", r.method, r.samples);
+    let _ = writeln!(out, "{:<14} {:>12} {:>12} {:>12}", "metric", "before", "after", "change");
+    for row in &r.rows {
+        let change = row.after.zip(row.before).map(|(a, b)| a - b);
+        let _ = writeln!(
+            out,
+            "{:<14} {:>12} {:>12} {:>12}",
+            row.metric,
+            cell(row.before),
+            cell(row.after),
+            change.map_or("n/a".to_string(), |c| format!("{c:+.6}"))
+        );
+    }
+    let _ = writeln!(out, "ΔAUROC {}", r.delta_auroc.map_or("n/a".to_string(), |d| format!("{d:+.6}")));
+    out
+}
