@@ -1,5 +1,6 @@
 //! Nixon et al. (2019) Adaptive Calibration Error: class-conditional, equal-mass ranges (spec §C5, row 2).
 
+use rayon::prelude::*;
 use std::iter;
 
 use crate::MetricsError;
@@ -47,54 +48,71 @@ pub fn adaptive_calibration_error(
     if !threshold.is_finite() {
         return Err(MetricsError::InvalidArgument(format!("ACE threshold {threshold} is not finite")));
     }
-    let n = labels.len();
-    let mut keys: Vec<u64> = Vec::with_capacity(n);
-    let mut edges: Vec<f64> = Vec::with_capacity(n_ranges);
-    let mut positives: Vec<f64> = vec![0.0; n_ranges];
+    // Classes are independent: computed in parallel, then summed in class order, so the result is
+    // bit-identical whatever the number of threads.
+    let errors: Vec<f64> = (0..k)
+        .into_par_iter()
+        .map(|class| class_error(probs, k, labels, class, n_ranges, threshold))
+        .collect();
     let mut total = 0.0;
-    for class in 0..k {
-        keys.clear();
-        keys.extend(
-            probs.iter().skip(class).step_by(k).filter(|&&p| p > threshold).map(|&p| nonnegative_sort_key(p)),
-        );
-        if keys.is_empty() {
-            continue;
-        }
-        keys.sort_unstable();
-        let n_k = keys.len();
-        // get_adaptive_bins: edge indices round(i · n/R), i < R, clipped to n − 1; drop the first.
-        let step = n_k as f64 / n_ranges as f64;
-        edges.clear();
-        edges.extend((1..n_ranges).map(|i| {
-            let idx = ((i as f64 * step).round_ties_even() as usize).min(n_k - 1);
-            f64::from_bits(keys[idx])
-        }));
-        // np.digitize(p, edges): bin = number of edges ≤ p. Positives are counted per bin directly ...
-        positives.fill(0.0);
-        for (row, _) in probs.chunks_exact(k).zip(labels).filter(|&(_, &y)| y == class) {
-            let p = row[class];
-            if p > threshold {
-                positives[edges.partition_point(|&e| e <= p)] += 1.0;
-            }
-        }
-        // ... and on the sorted column each bin is a run: bin b ends at the first p ≥ edges[b].
-        let ends = edges
-            .iter()
-            .map(|&e| keys.partition_point(|&key| f64::from_bits(key) < e))
-            .chain(iter::once(n_k));
-        let mut error = 0.0;
-        let mut start = 0;
-        for (end, &sum_y) in ends.zip(&positives) {
-            let end = end.max(start);
-            let count = (end - start) as f64 + f64::EPSILON;
-            let sum_p: f64 = keys[start..end].iter().map(|&key| f64::from_bits(key)).sum();
-            let gap = sum_y / count - sum_p / count;
-            error += (gap * (count / n_k as f64)).abs();
-            start = end;
-        }
+    for error in errors {
         total += error / k as f64;
     }
     Ok(total)
+}
+
+/// Calibration error of one class column over its equal-mass ranges (0 when no probability exceeds
+/// the threshold).
+fn class_error(
+    probs: &[f64],
+    k: usize,
+    labels: &[usize],
+    class: usize,
+    n_ranges: usize,
+    threshold: f64,
+) -> f64 {
+    let mut keys: Vec<u64> = probs
+        .iter()
+        .skip(class)
+        .step_by(k)
+        .filter(|&&p| p > threshold)
+        .map(|&p| nonnegative_sort_key(p))
+        .collect();
+    if keys.is_empty() {
+        return 0.0;
+    }
+    keys.sort_unstable();
+    let n_k = keys.len();
+    // get_adaptive_bins: edge indices round(i · n/R), i < R, clipped to n − 1; drop the first.
+    let step = n_k as f64 / n_ranges as f64;
+    let edges: Vec<f64> = (1..n_ranges)
+        .map(|i| {
+            let idx = ((i as f64 * step).round_ties_even() as usize).min(n_k - 1);
+            f64::from_bits(keys[idx])
+        })
+        .collect();
+    // np.digitize(p, edges): bin = number of edges ≤ p. Positives are counted per bin directly ...
+    let mut positives: Vec<f64> = vec![0.0; n_ranges];
+    for (row, _) in probs.chunks_exact(k).zip(labels).filter(|&(_, &y)| y == class) {
+        let p = row[class];
+        if p > threshold {
+            positives[edges.partition_point(|&e| e <= p)] += 1.0;
+        }
+    }
+    // ... and on the sorted column each bin is a run: bin b ends at the first p ≥ edges[b].
+    let ends =
+        edges.iter().map(|&e| keys.partition_point(|&key| f64::from_bits(key) < e)).chain(iter::once(n_k));
+    let mut error = 0.0;
+    let mut start = 0;
+    for (end, &sum_y) in ends.zip(&positives) {
+        let end = end.max(start);
+        let count = (end - start) as f64 + f64::EPSILON;
+        let sum_p: f64 = keys[start..end].iter().map(|&key| f64::from_bits(key)).sum();
+        let gap = sum_y / count - sum_p / count;
+        error += (gap * (count / n_k as f64)).abs();
+        start = end;
+    }
+    error
 }
 
 #[cfg(test)]

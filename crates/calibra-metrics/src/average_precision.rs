@@ -73,7 +73,7 @@ pub fn average_precision(scores: &[f64], targets: &[bool]) -> f64 {
 }
 
 /// AP is defined (not sklearn's 0.0 fallback) when there is at least one positive.
-fn ap_defined(pos: u64, _neg: u64) -> bool {
+pub(crate) fn ap_defined(pos: u64, _neg: u64) -> bool {
     pos > 0
 }
 

@@ -27,23 +27,29 @@ pub mod classwise_ece;
 pub mod ece;
 pub mod error;
 pub mod f1;
+pub mod input;
 pub mod kappa;
 pub mod nll;
-pub mod input;
 pub mod rank;
 mod score_groups;
 pub mod sensitivity;
 pub mod summary;
 
 pub use accuracy::accuracy;
-pub use ace::{ACE_DEFAULT_RANGES, ACE_DEFAULT_THRESHOLD, TACE_DEFAULT_THRESHOLD, adaptive_calibration_error};
+pub use ace::{
+    ACE_DEFAULT_RANGES, ACE_DEFAULT_THRESHOLD, TACE_DEFAULT_THRESHOLD, adaptive_calibration_error,
+};
 pub use adaptive_ece::adaptive_ece;
-pub use auroc::{MacroAverage, UndefinedPolicy, binary_auroc, macro_auroc_ovr, multilabel_macro_auroc};
+pub use auroc::{
+    MacroAverage, UndefinedPolicy, binary_auroc, macro_auroc_and_average_precision_ovr, macro_auroc_ovr,
+    multilabel_macro_auroc,
+};
 pub use average_precision::{
     average_precision, macro_average_precision_ovr, multilabel_macro_average_precision,
 };
 pub use binning::{
-    Binning, ReliabilityBin, bin_index, expected_calibration_error, maximum_calibration_error, reliability_bins,
+    Binning, ReliabilityBin, bin_index, expected_calibration_error, maximum_calibration_error,
+    reliability_bins,
 };
 pub use brier::{brier_binary, brier_multiclass};
 pub use classwise_ece::classwise_ece;
@@ -56,4 +62,6 @@ pub use rank::{average_ranks, kendall_tau_a, kendall_tau_b, spearman_rho, weight
 pub use sensitivity::{
     SensitivityAtSpecificity, sensitivity_at_specificity, sensitivity_at_specificity_interp,
 };
-pub use summary::{MetricSummary, OrdinalMetrics, SummaryOptions, SummaryTask, summarize_multilabel, summarize_single_label};
+pub use summary::{
+    MetricSummary, OrdinalMetrics, SummaryOptions, SummaryTask, summarize_multilabel, summarize_single_label,
+};

@@ -24,11 +24,12 @@
 
 use crate::input::{top_label, validate_labels, validate_probabilities, validate_unit_interval};
 use crate::{
-    ACE_DEFAULT_RANGES, Binning, MetricsError, ReliabilityBin, UndefinedPolicy, accuracy, adaptive_calibration_error,
-    adaptive_ece, binary_nll, brier_binary, brier_multiclass, classwise_ece,
-    ece_binary_positive, ece_top_label, macro_auroc_ovr, macro_average_precision_ovr,
-    macro_f1, maximum_calibration_error, mce_top_label, multilabel_macro_auroc, multilabel_macro_average_precision, nll_from_logits, nll_from_probabilities, ordinal_mae,
-    quadratic_weighted_kappa, reliability_bins,
+    ACE_DEFAULT_RANGES, Binning, MetricsError, ReliabilityBin, UndefinedPolicy, accuracy,
+    adaptive_calibration_error, adaptive_ece, binary_nll, brier_binary, brier_multiclass, classwise_ece,
+    ece_binary_positive, expected_calibration_error, macro_auroc_and_average_precision_ovr, macro_f1,
+    maximum_calibration_error, multilabel_macro_auroc, multilabel_macro_average_precision, nll_from_logits,
+    nll_from_probabilities, ordinal_mae, quadratic_weighted_kappa, reliability_bins,
+    top_label_reliability_bins,
 };
 use serde::Serialize;
 
@@ -114,18 +115,33 @@ pub fn summarize_single_label(
     }
     validate_labels(labels, n, k)?;
     if k < 2 {
-        return Err(MetricsError::InvalidArgument(format!("a single-label task needs K ≥ 2 classes, got {k}")));
+        return Err(MetricsError::InvalidArgument(format!(
+            "a single-label task needs K ≥ 2 classes, got {k}"
+        )));
     }
     let nb = options.n_bins;
     if nb == 0 {
         return Err(MetricsError::InvalidArgument("the number of bins must be at least 1".into()));
     }
     let task = if k == 2 { SummaryTask::Binary } else { SummaryTask::Multiclass };
-    let (conf, pred) = top_label(probs, k);
-    let correct: Vec<f64> = pred.iter().zip(labels).map(|(p, y)| f64::from(u8::from(p == y))).collect();
-    let reliability = reliability_bins(&conf, &correct, nb, options.binning);
-    let auroc = macro_auroc_ovr(probs, k, labels, UndefinedPolicy::Strict)?;
-    let auprc = macro_average_precision_ovr(probs, k, labels, UndefinedPolicy::Strict)?;
+    // The ranking family (one sort per class) and the calibration family are independent: they run
+    // side by side. Each value is computed by one deterministic function, so the result does not
+    // depend on the number of threads.
+    let (ranking, calibration) = rayon::join(
+        || macro_auroc_and_average_precision_ovr(probs, k, labels, UndefinedPolicy::Strict),
+        || -> Result<_, MetricsError> {
+            let bins = top_label_reliability_bins(probs, k, labels, nb, options.binning)?;
+            let ece = expected_calibration_error(&bins, n);
+            let mce = maximum_calibration_error(&bins);
+            let adaptive = adaptive_ece(probs, k, labels, nb)?;
+            let ace = adaptive_calibration_error(probs, k, labels, ACE_DEFAULT_RANGES, 0.0)?;
+            let classwise = classwise_ece(probs, k, labels, nb, options.binning)?;
+            Ok((bins, ece, mce, adaptive, ace, classwise))
+        },
+    );
+    let (auroc, auprc) = ranking?;
+    let (reliability, ece, mce, adaptive, ace, classwise) = calibration?;
+    let (_, pred) = top_label(probs, k);
     let (brier, ece_positive) = if k == 2 {
         let pos: Vec<f64> = probs.chunks_exact(2).map(|r| r[1]).collect();
         let y: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
@@ -151,12 +167,12 @@ pub fn summarize_single_label(
         macro_auroc: defined(auroc.mean),
         auroc_per_class: auroc.per_class.iter().copied().map(defined).collect(),
         macro_auprc: defined(auprc.mean),
-        ece: defined(ece_top_label(probs, k, labels, nb, options.binning)?),
+        ece: defined(ece),
         ece_binary_positive: ece_positive.and_then(defined),
-        adaptive_ece: defined(adaptive_ece(probs, k, labels, nb)?),
-        ace: defined(adaptive_calibration_error(probs, k, labels, ACE_DEFAULT_RANGES, 0.0)?),
-        mce: defined(mce_top_label(probs, k, labels, nb, options.binning)?),
-        classwise_ece: defined(classwise_ece(probs, k, labels, nb, options.binning)?),
+        adaptive_ece: defined(adaptive),
+        ace: defined(ace),
+        mce: defined(mce),
+        classwise_ece: defined(classwise),
         brier: defined(brier),
         nll: defined(nll),
         macro_f1: defined(macro_f1(labels, &pred, k)),
@@ -178,7 +194,9 @@ pub fn summarize_multilabel(
         return Err(MetricsError::Empty);
     }
     if targets.len() != probs.len() {
-        return Err(MetricsError::Shape { what: format!("{} target cells for {n} rows × {l} labels", targets.len()) });
+        return Err(MetricsError::Shape {
+            what: format!("{} target cells for {n} rows × {l} labels", targets.len()),
+        });
     }
     if options.ordinal {
         return Err(MetricsError::InvalidArgument("ordinal metrics need a single-label task".into()));
@@ -189,11 +207,7 @@ pub fn summarize_multilabel(
     }
     // Observed (score, target) pairs of each label.
     let per_label: Vec<(Vec<f64>, Vec<bool>)> = (0..l)
-        .map(|j| {
-            (0..n)
-                .filter_map(|i| targets[i * l + j].map(|t| (probs[i * l + j], t)))
-                .unzip()
-        })
+        .map(|j| (0..n).filter_map(|i| targets[i * l + j].map(|t| (probs[i * l + j], t))).unzip())
         .collect();
     let observed: Vec<&(Vec<f64>, Vec<bool>)> = per_label.iter().filter(|(s, _)| !s.is_empty()).collect();
     let mean_over_labels = |f: &dyn Fn(&[f64], &[bool]) -> f64| -> f64 {
@@ -255,4 +269,69 @@ fn binary_f1_at_half(scores: &[f64], targets: &[bool]) -> f64 {
     }
     let denom = 2 * tp + fp + fneg;
     if denom == 0 { 0.0 } else { 2.0 * tp as f64 / denom as f64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::softmax_rows;
+
+    /// A pseudo-random but fixed logit matrix (a linear congruential stream; no RNG crate needed).
+    fn logits(n: usize, k: usize) -> (Vec<f64>, Vec<usize>) {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let labels: Vec<usize> = (0..n).map(|_| (next() * k as f64) as usize).collect();
+        let z = labels
+            .iter()
+            .flat_map(|&y| (0..k).map(move |j| if j == y { 1.5 } else { 0.0 }))
+            .collect::<Vec<_>>();
+        (z.into_iter().map(|v| v + 3.0 * next()).collect(), labels)
+    }
+
+    #[test]
+    fn the_metric_set_does_not_depend_on_the_thread_count() {
+        let (z, y) = logits(2000, 6);
+        let p = softmax_rows(&z, 6);
+        let options = SummaryOptions { ordinal: true, ..SummaryOptions::default() };
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| summarize_single_label(&p, Some(&z), 6, &y, &options).unwrap())
+        };
+        let one = serde_json::to_string(&run(1)).unwrap();
+        assert_eq!(one, serde_json::to_string(&run(4)).unwrap());
+        assert_eq!(one, serde_json::to_string(&run(3)).unwrap());
+    }
+
+    #[test]
+    fn summary_reuses_the_single_metric_functions() {
+        let (z, y) = logits(500, 4);
+        let p = softmax_rows(&z, 4);
+        let s = summarize_single_label(&p, Some(&z), 4, &y, &SummaryOptions::default()).unwrap();
+        assert_eq!(s.ece, Some(crate::ece_top_label(&p, 4, &y, 15, Binning::RightClosed).unwrap()));
+        assert_eq!(s.mce, Some(crate::mce_top_label(&p, 4, &y, 15, Binning::RightClosed).unwrap()));
+        assert_eq!(
+            s.macro_auroc,
+            Some(crate::macro_auroc_ovr(&p, 4, &y, UndefinedPolicy::Strict).unwrap().mean)
+        );
+        assert_eq!(
+            s.macro_auprc,
+            Some(crate::macro_average_precision_ovr(&p, 4, &y, UndefinedPolicy::Strict).unwrap().mean)
+        );
+        assert_eq!(s.reliability.iter().map(|b| b.count).sum::<usize>(), 500);
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_row() {
+        let err = summarize_single_label(&[0.5, 0.4], None, 2, &[0], &SummaryOptions::default()).unwrap_err();
+        assert!(matches!(err, MetricsError::RowSum { row: 0, .. }), "{err}");
+        let err =
+            summarize_multilabel(&[0.5, 0.4], 2, &[Some(true)], &SummaryOptions::default()).unwrap_err();
+        assert!(matches!(err, MetricsError::Shape { .. }), "{err}");
+    }
 }
