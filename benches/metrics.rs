@@ -47,7 +47,8 @@ fn classification_data() -> (Vec<f64>, Vec<usize>) {
     let mut labels = Vec::with_capacity(N);
     for _ in 0..N {
         let y = rng.random_range(0..K);
-        let z: Vec<f64> = (0..K).map(|k| if k == y { 2.0 } else { 0.0 } + 2.0 * rng.random::<f64>()).collect();
+        let z: Vec<f64> =
+            (0..K).map(|k| if k == y { 2.0 } else { 0.0 } + 2.0 * rng.random::<f64>()).collect();
         let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let s: f64 = z.iter().map(|v| (v - m).exp()).sum();
         probs.extend(z.iter().map(|v| (v - m).exp() / s));

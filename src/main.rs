@@ -25,6 +25,9 @@ enum Command {
     CompareRanks(cli::compare_ranks::CompareRanksArgs),
     /// Inspect a dataset (splits, classes, metadata, problems) or write sample perturbed images.
     Data(cli::data::DataArgs),
+    /// Evaluate a run set: metric rows, profiles, CRS with bootstrap intervals, rank comparisons,
+    /// stability; writes JSON, CSV and a Markdown report with SVG figures.
+    Eval(cli::eval::EvalArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -45,5 +48,6 @@ fn run(command: Command) -> Result<()> {
         Command::Crs(args) => cli::crs::run(&args),
         Command::CompareRanks(args) => cli::compare_ranks::run(&args),
         Command::Data(args) => cli::data::run(&args),
+        Command::Eval(args) => cli::eval::run(&args),
     }
 }

@@ -66,7 +66,15 @@ fn json_has_the_contract_keys_for_every_example() {
 
 #[test]
 fn ordinal_flag_adds_kappa_and_mae_and_bins_flag_changes_the_diagram() {
-    let v = json_of(&["metrics", &example("predictions_ordinal.csv"), "--ordinal", "--bins", "10", "--format", "json"]);
+    let v = json_of(&[
+        "metrics",
+        &example("predictions_ordinal.csv"),
+        "--ordinal",
+        "--bins",
+        "10",
+        "--format",
+        "json",
+    ]);
     assert!(v["qwk"].as_f64().is_some_and(|q| (-1.0..=1.0).contains(&q)));
     assert!(v["ordinal_mae"].as_f64().is_some_and(|m| m >= 0.0));
     assert_eq!(v["reliability"].as_array().unwrap().len(), 10);
@@ -104,11 +112,27 @@ fn bad_files_fail_with_a_message_naming_file_line_and_column() {
         ("empty.csv", "", "the file is empty"),
         ("noid.csv", "label,logit_a,logit_b\n0,1,2\n", "missing column `id`"),
         ("dup.csv", "id,label,logit_a,logit_a\nx,0,1,2\n", "duplicate column `logit_a`"),
-        ("both.csv", "id,label,logit_a,logit_b,prob_a,prob_b\nx,0,1,2,0.5,0.5\n", "both logit_ (2) and prob_ (2)"),
-        ("nan.csv", "id,label,logit_a,logit_b\nx,0,1,2\ny,1,oops,2\n", "line 3, column `logit_a`: `oops` is not a number"),
-        ("ragged.csv", "id,label,logit_a,logit_b\nx,0,1,2\ny,1,2\n", "line 3: expected 4 fields as in the header, found 3"),
+        (
+            "both.csv",
+            "id,label,logit_a,logit_b,prob_a,prob_b\nx,0,1,2,0.5,0.5\n",
+            "both logit_ (2) and prob_ (2)",
+        ),
+        (
+            "nan.csv",
+            "id,label,logit_a,logit_b\nx,0,1,2\ny,1,oops,2\n",
+            "line 3, column `logit_a`: `oops` is not a number",
+        ),
+        (
+            "ragged.csv",
+            "id,label,logit_a,logit_b\nx,0,1,2\ny,1,2\n",
+            "line 3: expected 4 fields as in the header, found 3",
+        ),
         ("sum.csv", "id,label,prob_a,prob_b\nx,0,0.2,0.2\n", "line 2: probabilities sum to 0.4"),
-        ("range.csv", "id,label,logit_a,logit_b\nx,5,1,2\n", "line 2, column `label`: class index 5 is out of range 0..2"),
+        (
+            "range.csv",
+            "id,label,logit_a,logit_b\nx,5,1,2\n",
+            "line 2, column `label`: class index 5 is out of range 0..2",
+        ),
     ];
     for (name, text, expected) in cases {
         let path = write_temp(dir.path(), name, text);
@@ -162,7 +186,8 @@ fn assert_close(path: &str, actual: &serde_json::Value, expected: &serde_json::V
 
 #[test]
 fn example_metric_sets_match_sklearn_and_the_numpy_oracles() {
-    let golden: serde_json::Value = serde_json::from_str(include_str!("golden/metrics_examples.json")).unwrap();
+    let golden: serde_json::Value =
+        serde_json::from_str(include_str!("golden/metrics_examples.json")).unwrap();
     for case in golden["cases"].as_array().unwrap() {
         let file = case["file"].as_str().unwrap();
         let mut args = vec!["metrics".to_string(), example(file), "--format".into(), "json".into()];

@@ -55,8 +55,15 @@ fn defined(x: f64) -> Option<f64> {
 fn table(s: &MetricSummary, predictions: &Predictions) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let task = serde_json::to_value(s.task).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    let _ = writeln!(out, "{} samples, {} {}, task {task}", s.n, s.num_classes, if task == "multilabel" { "labels" } else { "classes" });
+    let task =
+        serde_json::to_value(s.task).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} samples, {} {}, task {task}",
+        s.n,
+        s.num_classes,
+        if task == "multilabel" { "labels" } else { "classes" }
+    );
     let _ = writeln!(out, "bins: {} equal-width, {}", s.n_bins, s.binning);
     let _ = writeln!(out);
     let mut rows: Vec<(&str, Option<f64>)> = vec![
@@ -92,10 +99,15 @@ fn table(s: &MetricSummary, predictions: &Predictions) -> String {
         .map(|(_, name)| name.as_str())
         .collect();
     if !undefined.is_empty() && s.auroc_per_class.len() == predictions.num_classes() {
-        let _ = writeln!(out, "\nAUROC undefined (a single label value in the data) for: {}", undefined.join(", "));
+        let _ = writeln!(
+            out,
+            "\nAUROC undefined (a single label value in the data) for: {}",
+            undefined.join(", ")
+        );
     }
     let _ = writeln!(out, "\nreliability diagram");
-    let _ = writeln!(out, "{:>8} {:>8} {:>8} {:>12} {:>12}", "lower", "upper", "count", "confidence", "accuracy");
+    let _ =
+        writeln!(out, "{:>8} {:>8} {:>8} {:>12} {:>12}", "lower", "upper", "count", "confidence", "accuracy");
     for b in &s.reliability {
         let _ = writeln!(
             out,

@@ -4,5 +4,6 @@ pub mod calibrate;
 pub mod compare_ranks;
 pub mod crs;
 pub mod data;
+pub mod eval;
 pub mod metrics;
 pub mod output;

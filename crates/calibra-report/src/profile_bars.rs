@@ -25,7 +25,7 @@ pub fn profile_bars(title: &str, axis_names: &[&str], profiles: &[ProfileBar]) -
     let mut s = Svg::new(left + plot_w + 110.0, height);
     s.text((left + plot_w) / 2.0, 22.0, title, 14.0, "middle");
     for (i, name) in axis_names.iter().enumerate() {
-        let x = left + (i as f64) * 100.0;
+        let x = left + (i as f64) * 115.0;
         s.rect(x, 34.0, 10.0, 10.0, COLORS[i % COLORS.len()], None);
         s.text(x + 14.0, 43.0, name, 10.0, "start");
     }
