@@ -2,6 +2,7 @@
 //! built from the file itself or against a saved (frozen) reference.
 
 use crate::cli::output::OutputFormat;
+use crate::cli::weights;
 use anyhow::{Context, Result, bail};
 use calibra_crs::{
     AxisEstimators, AxisWeights, ComponentWeights, CrsScore, Reference, ReferenceConfig, ScoreWeights,
@@ -27,11 +28,11 @@ pub struct CrsArgs {
     #[arg(long, value_name = "REF.json")]
     pub save_reference: Option<PathBuf>,
     /// Component weights α_D,α_S,α_W (non-negative, summing to 1) [default: 0.60,0.25,0.15].
-    #[arg(long, value_name = "D,S,W", value_parser = parse_component_weights)]
+    #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
     pub weights: Option<ComponentWeights>,
     /// Axis weights of the ideal-point term, in the order discrimination,calibration,label_efficiency,
     /// robustness (non-negative, summing to 1) [default: 0.25,0.25,0.25,0.25].
-    #[arg(long, value_name = "a,b,c,d", value_parser = parse_axis_weights)]
+    #[arg(long, value_name = "a,b,c,d", value_parser = weights::parse_axis_weights)]
     pub axis_weights: Option<AxisWeights>,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -46,24 +47,6 @@ struct CrsRow<'a> {
     worst: f64,
     crs: f64,
     rank: usize,
-}
-
-fn parse_numbers(text: &str, count: usize) -> Result<Vec<f64>, String> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    if parts.len() != count {
-        return Err(format!("expected {count} comma-separated numbers, found {} in `{text}`", parts.len()));
-    }
-    parts.iter().map(|p| p.parse::<f64>().map_err(|_| format!("`{p}` is not a number"))).collect()
-}
-
-fn parse_component_weights(text: &str) -> Result<ComponentWeights, String> {
-    let w = parse_numbers(text, 3)?;
-    ComponentWeights::new(w[0], w[1], w[2]).map_err(|e| e.to_string())
-}
-
-fn parse_axis_weights(text: &str) -> Result<AxisWeights, String> {
-    let w = parse_numbers(text, 4)?;
-    AxisWeights::new([w[0], w[1], w[2], w[3]]).map_err(|e| e.to_string())
 }
 
 pub fn run(args: &CrsArgs) -> Result<()> {

@@ -13,6 +13,7 @@
 //! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
 
 use crate::cli::output::{OutputFormat, emit};
+use crate::cli::weights;
 use anyhow::{Context, Result, bail};
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
@@ -69,11 +70,11 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 0.95)]
     pub level: f64,
     /// Component weights α_D,α_S,α_W (non-negative, summing to 1) [default: 0.60,0.25,0.15].
-    #[arg(long, value_name = "D,S,W", value_parser = parse_component_weights)]
+    #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
     pub weights: Option<ComponentWeights>,
     /// Axis weights of the ideal-point term (discrimination,calibration,label_efficiency,robustness;
     /// non-negative, summing to 1) [default: 0.25 each].
-    #[arg(long, value_name = "a,b,c,d", value_parser = parse_axis_weights)]
+    #[arg(long, value_name = "a,b,c,d", value_parser = weights::parse_axis_weights)]
     pub axis_weights: Option<AxisWeights>,
     /// Robustness formula of the profile axis.
     #[arg(long, value_enum, default_value_t)]
@@ -105,24 +106,6 @@ pub struct EvalArgs {
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
-}
-
-fn parse_numbers(text: &str, count: usize) -> Result<Vec<f64>, String> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    if parts.len() != count {
-        return Err(format!("expected {count} comma-separated numbers, found {} in `{text}`", parts.len()));
-    }
-    parts.iter().map(|p| p.parse::<f64>().map_err(|_| format!("`{p}` is not a number"))).collect()
-}
-
-fn parse_component_weights(text: &str) -> Result<ComponentWeights, String> {
-    let w = parse_numbers(text, 3)?;
-    ComponentWeights::new(w[0], w[1], w[2]).map_err(|e| e.to_string())
-}
-
-fn parse_axis_weights(text: &str) -> Result<AxisWeights, String> {
-    let w = parse_numbers(text, 4)?;
-    AxisWeights::new([w[0], w[1], w[2], w[3]]).map_err(|e| e.to_string())
 }
 
 fn parse_regime(text: &str) -> Result<Regime, String> {

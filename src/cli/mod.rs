@@ -7,3 +7,4 @@ pub mod data;
 pub mod eval;
 pub mod metrics;
 pub mod output;
+pub mod weights;

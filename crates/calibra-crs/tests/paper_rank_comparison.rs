@@ -9,26 +9,10 @@
 //! DINOv2 6→9" — repeated in the abstract (seed line 28: "21 of 105 pairwise orderings reverse, with a
 //! mean absolute rank displacement of 1.87"). Tolerance: half a unit of the paper's last printed digit.
 
-use calibra_crs::rank_compare::compare_rankings;
+mod common;
 
-/// (encoder, aggregate AUROC, aggregate CRS) as printed in Table 2.
-const TABLE_2: [(&str, f64, f64); 15] = [
-    ("PanDerm", 0.871, 0.703),
-    ("MedSigLIP", 0.908, 0.701),
-    ("MedGemma", 0.909, 0.645),
-    ("BiomedCLIP", 0.873, 0.424),
-    ("CheXzero", 0.837, 0.398),
-    ("ViT-B/16", 0.853, 0.320),
-    ("SigLIP", 0.847, 0.298),
-    ("CLIP", 0.848, 0.284),
-    ("DINOv2", 0.857, 0.266),
-    ("RAD-DINO", 0.847, 0.251),
-    ("LLaVA-Med", 0.861, 0.241),
-    ("RETFound", 0.836, 0.187),
-    ("MAE", 0.819, 0.184),
-    ("BioViL", 0.795, 0.125),
-    ("ResNet-50", 0.828, 0.072),
-];
+use calibra_crs::rank_compare::compare_rankings;
+use common::crsbench::TABLE2_AGGREGATE as TABLE_2;
 
 #[test]
 fn auroc_versus_crs_statistics_of_the_paper_are_reproduced() {

@@ -1,0 +1,3 @@
+//! Data shared by the integration tests of calibra-crs.
+
+pub mod crsbench;
