@@ -78,36 +78,42 @@ fn class_error(
         .filter(|&&p| p > threshold)
         .map(|&p| nonnegative_sort_key(p))
         .collect();
-    if keys.is_empty() {
+    keys.sort_unstable();
+    let sorted: Vec<f64> = keys.into_iter().map(f64::from_bits).collect();
+    let positives =
+        probs.chunks_exact(k).zip(labels).filter(|&(_, &y)| y == class).map(|(row, _)| row[class]);
+    class_error_sorted(&sorted, positives.filter(|&p| p > threshold), n_ranges)
+}
+
+/// The ACE term of one class from its kept probabilities sorted increasingly (`sorted`) and the kept
+/// probabilities of its positives (any order). Shared by [`adaptive_calibration_error`] and the metric
+/// summary, which reuses the sort done for AUROC; both give bit-identical results.
+pub(crate) fn class_error_sorted(
+    sorted: &[f64],
+    positives: impl Iterator<Item = f64>,
+    n_ranges: usize,
+) -> f64 {
+    let n_k = sorted.len();
+    if n_k == 0 {
         return 0.0;
     }
-    keys.sort_unstable();
-    let n_k = keys.len();
     // get_adaptive_bins: edge indices round(i · n/R), i < R, clipped to n − 1; drop the first.
     let step = n_k as f64 / n_ranges as f64;
-    let edges: Vec<f64> = (1..n_ranges)
-        .map(|i| {
-            let idx = ((i as f64 * step).round_ties_even() as usize).min(n_k - 1);
-            f64::from_bits(keys[idx])
-        })
-        .collect();
+    let edges: Vec<f64> =
+        (1..n_ranges).map(|i| sorted[((i as f64 * step).round_ties_even() as usize).min(n_k - 1)]).collect();
     // np.digitize(p, edges): bin = number of edges ≤ p. Positives are counted per bin directly ...
-    let mut positives: Vec<f64> = vec![0.0; n_ranges];
-    for (row, _) in probs.chunks_exact(k).zip(labels).filter(|&(_, &y)| y == class) {
-        let p = row[class];
-        if p > threshold {
-            positives[edges.partition_point(|&e| e <= p)] += 1.0;
-        }
+    let mut positive_counts: Vec<f64> = vec![0.0; n_ranges];
+    for p in positives {
+        positive_counts[edges.partition_point(|&e| e <= p)] += 1.0;
     }
     // ... and on the sorted column each bin is a run: bin b ends at the first p ≥ edges[b].
-    let ends =
-        edges.iter().map(|&e| keys.partition_point(|&key| f64::from_bits(key) < e)).chain(iter::once(n_k));
+    let ends = edges.iter().map(|&e| sorted.partition_point(|&v| v < e)).chain(iter::once(n_k));
     let mut error = 0.0;
     let mut start = 0;
-    for (end, &sum_y) in ends.zip(&positives) {
+    for (end, &sum_y) in ends.zip(&positive_counts) {
         let end = end.max(start);
         let count = (end - start) as f64 + f64::EPSILON;
-        let sum_p: f64 = keys[start..end].iter().map(|&key| f64::from_bits(key)).sum();
+        let sum_p: f64 = sorted[start..end].iter().sum();
         let gap = sum_y / count - sum_p / count;
         error += (gap * (count / n_k as f64)).abs();
         start = end;

@@ -5,7 +5,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::MetricsError;
-use crate::average_precision::{ap_defined, average_precision_of_groups};
 use crate::input::{validate_labels, validate_probabilities};
 use crate::score_groups::ScoreGroups;
 use rayon::prelude::*;
@@ -134,7 +133,7 @@ pub(crate) fn validate_ovr(probs: &[f64], k: usize, labels: &[usize]) -> Result<
 /// Evaluates `metric` one-vs-rest (sklearn semantics shared by AUROC and AP): for `k == 2` the binary
 /// metric of column 1 against `label == 1` (one entry in `per_class`); otherwise the metric of each
 /// column `c` against `label == c`. `defined` decides per class from the (positives, negatives) counts.
-/// One pair of buffers is reused for every class.
+/// One grouping (one sort) per class.
 pub(crate) fn one_vs_rest(
     probs: &[f64],
     k: usize,
@@ -143,40 +142,18 @@ pub(crate) fn one_vs_rest(
     metric: fn(&ScoreGroups) -> f64,
     defined: fn(u64, u64) -> bool,
 ) -> MacroAverage {
-    one_vs_rest_many(probs, k, labels, policy, &[(metric, defined)]).pop().expect("one metric")
-}
-
-/// A metric of grouped scores, and whether it is defined for (positives, negatives) counts.
-pub(crate) type GroupMetric = (fn(&ScoreGroups) -> f64, fn(u64, u64) -> bool);
-
-/// Several one-vs-rest metrics from one grouping (one sort) per class. Classes are computed in
-/// parallel and collected in class order, so results do not depend on the number of threads.
-pub(crate) fn one_vs_rest_many(
-    probs: &[f64],
-    k: usize,
-    labels: &[usize],
-    policy: UndefinedPolicy,
-    metrics: &[GroupMetric],
-) -> Vec<MacroAverage> {
     let columns: Vec<usize> = if k == 2 { vec![1] } else { (0..k).collect() };
-    let per_column: Vec<Vec<(f64, bool)>> = columns
+    // Classes are computed in parallel and collected in class order: results do not depend on the
+    // number of threads.
+    let (values, is_defined): (Vec<f64>, Vec<bool>) = columns
         .par_iter()
         .map(|&c| {
             let groups =
                 ScoreGroups::from_items(probs.chunks_exact(k).zip(labels).map(|(row, &y)| (row[c], y == c)));
-            metrics
-                .iter()
-                .map(|(metric, defined)| (metric(&groups), defined(groups.positives(), groups.negatives())))
-                .collect()
+            (metric(&groups), defined(groups.positives(), groups.negatives()))
         })
-        .collect();
-    (0..metrics.len())
-        .map(|m| {
-            let values: Vec<f64> = per_column.iter().map(|v| v[m].0).collect();
-            let is_defined: Vec<bool> = per_column.iter().map(|v| v[m].1).collect();
-            MacroAverage::new(values, &is_defined, policy)
-        })
-        .collect()
+        .unzip();
+    MacroAverage::new(values, &is_defined, policy)
 }
 
 /// Evaluates `metric` on every column of a multilabel score matrix, leaving out masked (`None`)
@@ -206,7 +183,7 @@ pub(crate) fn per_label(
     MacroAverage::new(values, &is_defined, policy)
 }
 
-fn auroc_defined(pos: u64, neg: u64) -> bool {
+pub(crate) fn auroc_defined(pos: u64, neg: u64) -> bool {
     pos > 0 && neg > 0
 }
 
@@ -233,30 +210,6 @@ pub fn macro_auroc_ovr(
 ) -> Result<MacroAverage, MetricsError> {
     validate_ovr(probs, k, labels)?;
     Ok(one_vs_rest(probs, k, labels, policy, auroc_of_groups, auroc_defined))
-}
-
-/// Macro one-vs-rest AUROC and average precision together, from one sort per class (what
-/// [`macro_auroc_ovr`] and [`crate::macro_average_precision_ovr`] return, at half the cost).
-///
-/// # Errors
-/// As [`macro_auroc_ovr`].
-pub fn macro_auroc_and_average_precision_ovr(
-    probs: &[f64],
-    k: usize,
-    labels: &[usize],
-    policy: UndefinedPolicy,
-) -> Result<(MacroAverage, MacroAverage), MetricsError> {
-    validate_ovr(probs, k, labels)?;
-    let mut both = one_vs_rest_many(
-        probs,
-        k,
-        labels,
-        policy,
-        &[(auroc_of_groups, auroc_defined), (average_precision_of_groups, ap_defined)],
-    );
-    let ap = both.pop().expect("two metrics");
-    let auroc = both.pop().expect("two metrics");
-    Ok((auroc, ap))
 }
 
 /// Multilabel macro AUROC (spec §C9) = sklearn `roc_auc_score(Y, S, average="macro")`, with masking:

@@ -30,14 +30,26 @@ pub fn validate_finite(matrix: &[f64], k: usize) -> Result<usize, MetricsError> 
 }
 
 /// Every value finite and in [0, 1], every row summing to 1 within [`ROW_SUM_TOLERANCE`];
-/// returns the number of rows.
+/// returns the number of rows. One pass; the error names the first offending row (within a row:
+/// a non-finite value first, then a value outside [0, 1], then the row sum).
 pub fn validate_probabilities(probs: &[f64], k: usize) -> Result<usize, MetricsError> {
-    let n = validate_finite(probs, k)?;
-    if let Some(pos) = probs.iter().position(|v| !(0.0..=1.0).contains(v)) {
-        return Err(MetricsError::ProbabilityOutOfRange { row: pos / k, col: pos % k, value: probs[pos] });
-    }
+    let n = num_rows(probs, k)?;
     for (row, r) in probs.chunks_exact(k).enumerate() {
-        let sum: f64 = r.iter().sum();
+        let mut sum = 0.0;
+        let mut in_range = true;
+        for &v in r {
+            sum += v;
+            in_range &= (0.0..=1.0).contains(&v);
+        }
+        // A NaN or infinity makes the sum non-finite, so a valid row costs no extra test.
+        if !sum.is_finite() || !in_range {
+            if let Some(col) = r.iter().position(|v| !v.is_finite()) {
+                return Err(MetricsError::NonFinite { row, col, value: r[col] });
+            }
+            if let Some(col) = r.iter().position(|v| !(0.0..=1.0).contains(v)) {
+                return Err(MetricsError::ProbabilityOutOfRange { row, col, value: r[col] });
+            }
+        }
         if (sum - 1.0).abs() > ROW_SUM_TOLERANCE {
             return Err(MetricsError::RowSum { row, sum, tolerance: ROW_SUM_TOLERANCE });
         }

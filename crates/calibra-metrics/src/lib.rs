@@ -40,10 +40,7 @@ pub use ace::{
     ACE_DEFAULT_RANGES, ACE_DEFAULT_THRESHOLD, TACE_DEFAULT_THRESHOLD, adaptive_calibration_error,
 };
 pub use adaptive_ece::adaptive_ece;
-pub use auroc::{
-    MacroAverage, UndefinedPolicy, binary_auroc, macro_auroc_and_average_precision_ovr, macro_auroc_ovr,
-    multilabel_macro_auroc,
-};
+pub use auroc::{MacroAverage, UndefinedPolicy, binary_auroc, macro_auroc_ovr, multilabel_macro_auroc};
 pub use average_precision::{
     average_precision, macro_average_precision_ovr, multilabel_macro_average_precision,
 };

@@ -73,6 +73,32 @@ impl ScoreGroups {
         self.negatives.len() as u64 + self.nan_negatives
     }
 
+    /// Every non-NaN score above `threshold` in increasing order, with whether it belongs to a
+    /// positive: a merge of the two sorted lists, O(n) without a new sort. `-0.0` comes back as `0.0`.
+    pub(crate) fn ascending_above(&self, threshold: f64) -> (Vec<f64>, Vec<bool>) {
+        let (pos, neg) = (&self.positives[..], &self.negatives[..]);
+        let mut values = Vec::with_capacity(pos.len() + neg.len());
+        let mut positive = Vec::with_capacity(pos.len() + neg.len());
+        // Keys increase as scores decrease: walk both lists from their ends.
+        let (mut i, mut j) = (pos.len(), neg.len());
+        while i > 0 || j > 0 {
+            let take_positive = j == 0 || (i > 0 && pos[i - 1] >= neg[j - 1]);
+            let key = if take_positive {
+                i -= 1;
+                pos[i]
+            } else {
+                j -= 1;
+                neg[j]
+            };
+            let v = score_of(key);
+            if v > threshold {
+                values.push(v);
+                positive.push(take_positive);
+            }
+        }
+        (values, positive)
+    }
+
     /// The distinct scores in decreasing order, each with its positive and negative counts.
     pub(crate) fn descending(&self) -> impl Iterator<Item = Group> + '_ {
         let (pos, neg) = (&self.positives[..], &self.negatives[..]);

@@ -22,15 +22,19 @@
 //!
 //! Values that are undefined for the input are `None` (JSON `null`), never a made-up number.
 
+use crate::ace::class_error_sorted;
+use crate::auroc::{MacroAverage, auroc_defined, auroc_of_groups};
+use crate::average_precision::{ap_defined, average_precision_of_groups};
 use crate::input::{top_label, validate_labels, validate_probabilities, validate_unit_interval};
+use crate::score_groups::ScoreGroups;
 use crate::{
-    ACE_DEFAULT_RANGES, Binning, MetricsError, ReliabilityBin, UndefinedPolicy, accuracy,
-    adaptive_calibration_error, adaptive_ece, binary_nll, brier_binary, brier_multiclass, classwise_ece,
-    ece_binary_positive, expected_calibration_error, macro_auroc_and_average_precision_ovr, macro_f1,
-    maximum_calibration_error, multilabel_macro_auroc, multilabel_macro_average_precision, nll_from_logits,
-    nll_from_probabilities, ordinal_mae, quadratic_weighted_kappa, reliability_bins,
-    top_label_reliability_bins,
+    ACE_DEFAULT_RANGES, Binning, MetricsError, ReliabilityBin, UndefinedPolicy, accuracy, adaptive_ece,
+    binary_nll, brier_binary, brier_multiclass, classwise_ece, ece_binary_positive,
+    expected_calibration_error, macro_f1, maximum_calibration_error, multilabel_macro_auroc,
+    multilabel_macro_average_precision, nll_from_logits, nll_from_probabilities, ordinal_mae,
+    quadratic_weighted_kappa, reliability_bins, top_label_reliability_bins,
 };
+use rayon::prelude::*;
 use serde::Serialize;
 
 /// Options of the metric set.
@@ -127,20 +131,18 @@ pub fn summarize_single_label(
     // The ranking family (one sort per class) and the calibration family are independent: they run
     // side by side. Each value is computed by one deterministic function, so the result does not
     // depend on the number of threads.
-    let (ranking, calibration) = rayon::join(
-        || macro_auroc_and_average_precision_ovr(probs, k, labels, UndefinedPolicy::Strict),
+    let ((auroc, auprc, ace), calibration) = rayon::join(
+        || ranking_and_ace(probs, k, labels),
         || -> Result<_, MetricsError> {
             let bins = top_label_reliability_bins(probs, k, labels, nb, options.binning)?;
             let ece = expected_calibration_error(&bins, n);
             let mce = maximum_calibration_error(&bins);
             let adaptive = adaptive_ece(probs, k, labels, nb)?;
-            let ace = adaptive_calibration_error(probs, k, labels, ACE_DEFAULT_RANGES, 0.0)?;
             let classwise = classwise_ece(probs, k, labels, nb, options.binning)?;
-            Ok((bins, ece, mce, adaptive, ace, classwise))
+            Ok((bins, ece, mce, adaptive, classwise))
         },
     );
-    let (auroc, auprc) = ranking?;
-    let (reliability, ece, mce, adaptive, ace, classwise) = calibration?;
+    let (reliability, ece, mce, adaptive, classwise) = calibration?;
     let (_, pred) = top_label(probs, k);
     let (brier, ece_positive) = if k == 2 {
         let pos: Vec<f64> = probs.chunks_exact(2).map(|r| r[1]).collect();
@@ -179,6 +181,51 @@ pub fn summarize_single_label(
         reliability,
         ordinal,
     })
+}
+
+/// Macro one-vs-rest AUROC and AP (strict, sklearn parity) and Nixon's ACE (30 ranges, threshold 0)
+/// from ONE sort per class column: ACE needs each column sorted, AUROC and AP need it sorted and split
+/// by label, so the summary sorts once and derives all three. The values are bit-identical to
+/// [`crate::macro_auroc_ovr`], [`crate::macro_average_precision_ovr`] and
+/// [`adaptive_calibration_error`] (the same functions of the same sorted values; a test checks it).
+/// Inputs must already be validated.
+fn ranking_and_ace(probs: &[f64], k: usize, labels: &[usize]) -> (MacroAverage, MacroAverage, f64) {
+    struct Column {
+        auroc: f64,
+        auroc_defined: bool,
+        ap: f64,
+        ap_defined: bool,
+        ace_term: f64,
+    }
+    let columns: Vec<Column> = (0..k)
+        .into_par_iter()
+        .map(|c| {
+            let groups =
+                ScoreGroups::from_items(probs.chunks_exact(k).zip(labels).map(|(row, &y)| (row[c], y == c)));
+            let (sorted, positive) = groups.ascending_above(0.0);
+            let positives = sorted.iter().zip(&positive).filter(|(_, p)| **p).map(|(v, _)| *v);
+            Column {
+                auroc: auroc_of_groups(&groups),
+                auroc_defined: auroc_defined(groups.positives(), groups.negatives()),
+                ap: average_precision_of_groups(&groups),
+                ap_defined: ap_defined(groups.positives(), groups.negatives()),
+                ace_term: class_error_sorted(&sorted, positives, ACE_DEFAULT_RANGES),
+            }
+        })
+        .collect();
+    // K = 2 is binary on column 1 (sklearn); otherwise every column, one-vs-rest.
+    let ranked: &[Column] = if k == 2 { &columns[1..] } else { &columns };
+    let macro_of = |value: fn(&Column) -> (f64, bool)| {
+        let (values, defined): (Vec<f64>, Vec<bool>) = ranked.iter().map(value).unzip();
+        MacroAverage::new(values, &defined, UndefinedPolicy::Strict)
+    };
+    let auroc = macro_of(|c| (c.auroc, c.auroc_defined));
+    let ap = macro_of(|c| (c.ap, c.ap_defined));
+    let mut ace = 0.0;
+    for column in &columns {
+        ace += column.ace_term / k as f64;
+    }
+    (auroc, ap, ace)
 }
 
 /// Metric set of a multilabel table: `probs` row-major `n × l` positive-class probabilities, `targets`
@@ -323,7 +370,19 @@ mod tests {
             s.macro_auprc,
             Some(crate::macro_average_precision_ovr(&p, 4, &y, UndefinedPolicy::Strict).unwrap().mean)
         );
+        assert_eq!(s.ace, Some(crate::adaptive_calibration_error(&p, 4, &y, 30, 0.0).unwrap()));
+        assert_eq!(s.classwise_ece, Some(crate::classwise_ece(&p, 4, &y, 15, Binning::RightClosed).unwrap()));
+        assert_eq!(s.adaptive_ece, Some(crate::adaptive_ece(&p, 4, &y, 15).unwrap()));
         assert_eq!(s.reliability.iter().map(|b| b.count).sum::<usize>(), 500);
+        // K = 2: binary AUROC / AP on column 1, ACE over both columns.
+        let (z2, y2) = logits(300, 2);
+        let p2 = softmax_rows(&z2, 2);
+        let s2 = summarize_single_label(&p2, None, 2, &y2, &SummaryOptions::default()).unwrap();
+        assert_eq!(
+            s2.macro_auroc,
+            Some(crate::macro_auroc_ovr(&p2, 2, &y2, UndefinedPolicy::Strict).unwrap().mean)
+        );
+        assert_eq!(s2.ace, Some(crate::adaptive_calibration_error(&p2, 2, &y2, 30, 0.0).unwrap()));
     }
 
     #[test]
