@@ -133,7 +133,7 @@ mod tests {
         let p = [0.5, 0.5, 0.2, 0.7];
         assert_eq!(
             validate_probabilities(&p, 2),
-            Err(MetricsError::RowSum { row: 1, sum: 0.8999999999999999, tolerance: ROW_SUM_TOLERANCE })
+            Err(MetricsError::RowSum { row: 1, sum: 0.2 + 0.7, tolerance: ROW_SUM_TOLERANCE })
         );
         let p = [0.5, 0.5, f64::NAN, 1.0];
         assert!(matches!(validate_probabilities(&p, 2), Err(MetricsError::NonFinite { row: 1, col: 0, .. })));
