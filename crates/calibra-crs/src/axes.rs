@@ -281,36 +281,38 @@ impl AxisPlan {
                 let a0 = cell.clean_full.and_then(|g| at(g, self.disc));
                 out.discrimination = a0;
                 out.calibration = cell.clean_full.and_then(|g| at(g, self.cal)).map(oriented_calibration);
-                let curve: Vec<(f64, f64)> = cell
-                    .clean_by_fraction
-                    .iter()
-                    .filter_map(|&(f, g)| Some((f, at(g, self.disc)?)))
-                    .collect();
-                if curve.len() >= 2 && curve.last().is_some_and(|&(f, _)| (f - 1.0).abs() <= 1e-9) {
-                    out.aulc =
-                        Some(curve.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum());
+                // The observed points of the clean curve, ascending fraction (no allocation: the
+                // iterator is replayed for the windows).
+                let curve =
+                    || cell.clean_by_fraction.iter().filter_map(|&(f, g)| Some((f, at(g, self.disc)?)));
+                if curve().nth(1).is_some()
+                    && curve().next_back().is_some_and(|(f, _)| (f - 1.0).abs() <= 1e-9)
+                {
+                    out.aulc = Some(
+                        curve().zip(curve().skip(1)).map(|(p, q)| (q.0 - p.0) * (p.1 + q.1) / 2.0).sum(),
+                    );
                 }
                 let Some(a0) = a0.filter(|&a| a > 0.0) else {
                     return out;
                 };
-                if let Some(le) = &cell.le {
-                    let ratios: Option<Vec<f64>> =
-                        le.iter().map(|&g| at(g, self.disc).map(|a| a / a0)).collect();
-                    if let Some(r) = ratios.filter(|r| !r.is_empty()) {
-                        out.label_efficiency = Some(r.iter().sum::<f64>() / r.len() as f64);
-                    }
+                if let Some(le) = &cell.le
+                    && !le.is_empty()
+                    && le.iter().all(|&g| at(g, self.disc).is_some())
+                {
+                    let ratios = le.iter().filter_map(|&g| at(g, self.disc)).map(|a| a / a0);
+                    out.label_efficiency = Some(ratios.sum::<f64>() / le.len() as f64);
                 }
                 let drop = |a: f64| ((a0 - a) / a0).max(0.0);
-                let deltas: Vec<f64> =
-                    cell.perturbations.iter().filter_map(|&g| at(g, self.disc)).map(drop).collect();
-                let shifts: Vec<f64> =
-                    cell.shifts.iter().filter_map(|&g| at(g, self.disc)).map(drop).collect();
-                if !shifts.is_empty() {
-                    out.delta_shift = Some(shifts.iter().sum::<f64>() / shifts.len() as f64);
+                let deltas = || cell.perturbations.iter().filter_map(|&g| at(g, self.disc)).map(drop);
+                let shifts = || cell.shifts.iter().filter_map(|&g| at(g, self.disc)).map(drop);
+                let n_shifts = shifts().count();
+                if n_shifts > 0 {
+                    out.delta_shift = Some(shifts().sum::<f64>() / n_shifts as f64);
                 }
-                if !deltas.is_empty() {
-                    let mean = deltas.iter().sum::<f64>() / deltas.len() as f64;
-                    let max = deltas.iter().copied().fold(0.0, f64::max);
+                let n_deltas = deltas().count();
+                if n_deltas > 0 {
+                    let mean = deltas().sum::<f64>() / n_deltas as f64;
+                    let max = deltas().fold(0.0, f64::max);
                     out.delta_mean = Some(mean);
                     out.delta_max = Some(max);
                     out.robustness_corruption_only = Some((1.0 - (mean + max) / 2.0).max(0.0));
@@ -342,6 +344,31 @@ impl AxisPlan {
         let mut m: Vec<usize> = self.disc.into_iter().chain(self.cal).collect();
         m.dedup();
         m
+    }
+
+    /// The `[group][metric]` slots (`g · metrics + m`, ascending, distinct) that
+    /// [`AxisPlan::evaluate_values`] reads: the discrimination metric of every planned group and the
+    /// calibration metric of every cell's clean ρ = 1 group. The other slots of `means` are never read.
+    pub fn metric_slots(&self) -> Vec<usize> {
+        let mut slots = Vec::new();
+        for cell in &self.cells {
+            let disc_groups = cell
+                .clean_full
+                .iter()
+                .chain(cell.clean_by_fraction.iter().map(|(_, g)| g))
+                .chain(cell.le.iter().flatten())
+                .chain(&cell.perturbations)
+                .chain(&cell.shifts);
+            if let Some(m) = self.disc {
+                slots.extend(disc_groups.map(|&g| g * self.n_metrics + m));
+            }
+            if let (Some(m), Some(g)) = (self.cal, cell.clean_full) {
+                slots.push(g * self.n_metrics + m);
+            }
+        }
+        slots.sort_unstable();
+        slots.dedup();
+        slots
     }
 
     /// Per encoder (in [`AxisPlan::encoders`] order), the mean of `value` over the encoder's cells
@@ -519,6 +546,25 @@ mod tests {
             records.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
             let (_, shuffled) = plan_and_rows(records);
             proptest::prop_assert_eq!(rows, shuffled);
+        }
+    }
+
+    #[test]
+    fn the_planned_slots_are_all_the_evaluation_reads() {
+        // Two seeds (the second with a missing shift run) so the means are not just the values.
+        let mut records = generated(&[0.6, 0.7, 0.8, 0.85, 0.9], &[0.8, 0.7, 0.95], Some(0.75), 1.0);
+        for r in generated(&[0.61, 0.72, 0.83, 0.84, 0.92], &[0.81, 0.69, 0.9], None, 1.0) {
+            records.push(RunRecord { seed: 1, ..r });
+        }
+        records.push(rec("F", "D", 1.0, Condition::Clean, 0.7, 0.2));
+        let table = SeedTable::from_records(&RunRecordSet::from_records(records, "mem").unwrap());
+        let plan = AxisPlan::new(table.groups(), table.metrics(), &AxisConfig::default()).unwrap();
+        let (mut full, mut restricted) = (Vec::new(), Vec::new());
+        for weights in [[1, 1], [2, 0], [0, 2]] {
+            table.weighted_means_into(&weights, &mut full);
+            table.weighted_means_at_into(&weights, &plan.metric_slots(), &mut restricted);
+            let (a, b) = (plan.evaluate_values(&full), plan.evaluate_values(&restricted));
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "weights {weights:?}");
         }
     }
 

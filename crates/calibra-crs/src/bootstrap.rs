@@ -20,8 +20,13 @@
 //! statistics use the remaining replicates.
 //!
 //! **Determinism**: replicate `r` uses its own `ChaCha8Rng` seeded with `seed` on stream `r`, so its draw
-//! does not depend on which thread runs it; replicates run in parallel with rayon and are collected, then
-//! reduced, in replicate order. The same seed gives bit-identical output at any thread count.
+//! does not depend on which thread runs it. The draws are made in parallel with rayon; a replicate's CRS
+//! depends only on its seed multiplicities, so each distinct draw (at most `C(2S−1, S)`, 126 for 5
+//! seeds) is scored once, in parallel, and counted with its multiplicity. Distinct draws are numbered
+//! in replicate order and every reduction (ranks, sorted samples, percentiles) is exact on counts, so
+//! the output is bit-identical to scoring every replicate on its own, at any thread count.
+
+use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -86,13 +91,20 @@ pub struct BootstrapResult {
 
 /// The seed multiplicities of replicate `r`: `n_seeds` uniform draws with replacement.
 pub fn replicate_weights(seed: u64, r: u64, n_seeds: usize) -> Vec<u32> {
+    let mut weights = vec![0u32; n_seeds];
+    replicate_weights_into(seed, r, &mut weights);
+    weights
+}
+
+/// [`replicate_weights`] written into `weights` (one entry per seed, overwritten).
+pub fn replicate_weights_into(seed: u64, r: u64, weights: &mut [u32]) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(r);
-    let mut weights = vec![0u32; n_seeds];
+    let n_seeds = weights.len();
+    weights.fill(0);
     for _ in 0..n_seeds {
         weights[rng.random_range(0..n_seeds)] += 1;
     }
-    weights
 }
 
 /// numpy's default (linear) percentile of sorted values at quantile `q ∈ [0, 1]`.
@@ -101,6 +113,28 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// [`percentile_sorted`] of the multiset whose sorted distinct values are `counted` (value, count),
+/// `n` values in all (the sum of the counts, ≥ 1): the same two order statistics and the same
+/// interpolation, so the result is bit-identical to expanding the multiset and calling
+/// [`percentile_sorted`].
+fn percentile_counted(counted: &[(f64, usize)], n: usize, q: f64) -> f64 {
+    let h = (n - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    let at = |index: usize| {
+        let mut seen = 0;
+        for &(v, c) in counted {
+            seen += c;
+            if index < seen {
+                return v;
+            }
+        }
+        unreachable!("index {index} below the total count {n}")
+    };
+    let (x_lo, x_hi) = (at(lo), at(hi));
+    x_lo + (h - lo as f64) * (x_hi - x_lo)
 }
 
 /// CRS of every panel member (k ∈ R) with anchors = the panel's min/max per axis, through the crate's
@@ -129,6 +163,12 @@ pub fn replicate_crs(
     means: &mut Vec<f64>,
 ) -> Option<Vec<f64>> {
     table.weighted_means_of_into(seed_weights, &plan.metric_indices(), means);
+    crs_of_means(plan, means, weights)
+}
+
+/// Cell axes → encoder profiles → panel anchors → CRS from `[group][metric]` means (the tail of
+/// [`replicate_crs`]).
+fn crs_of_means(plan: &AxisPlan, means: &[f64], weights: &ScoreWeights) -> Option<Vec<f64>> {
     let values = plan.aggregate_values(&plan.evaluate_values(means));
     let complete: Option<Vec<[f64; 4]>> = values
         .iter()
@@ -170,15 +210,39 @@ pub fn paired_seed_bootstrap(
     let complete = point_profiles.iter().map(Profile::require_complete).collect::<Result<Vec<_>, _>>()?;
     let point = panel_crs(&complete, &config.weights)?;
 
-    let replicates: Vec<Option<Vec<f64>>> = (0..config.replicates as u64)
-        .into_par_iter()
-        .map_init(Vec::new, |means, r| {
-            replicate_crs(table, &plan, &replicate_weights(config.seed, r, n_seeds), &config.weights, means)
+    // Replicate r's CRS is a function of its seed multiplicities only, and with few seeds many
+    // replicates draw the same multiplicities (5 seeds: at most 126 distinct draws). Each distinct draw
+    // is scored once, by the same `replicate_crs`, so every replicate's values are bit-identical to
+    // scoring it on its own; the reduction below runs in replicate order over the multiplicities.
+    let mut draws = vec![0u32; config.replicates * n_seeds];
+    draws
+        .par_chunks_mut(n_seeds.max(1))
+        .enumerate()
+        .for_each(|(r, draw)| replicate_weights_into(config.seed, r as u64, draw));
+    let mut distinct_index: HashMap<&[u32], usize> = HashMap::new();
+    let mut distinct: Vec<&[u32]> = Vec::new();
+    let mut multiplicity: Vec<usize> = Vec::new();
+    for draw in draws.chunks(n_seeds.max(1)) {
+        let d = *distinct_index.entry(draw).or_insert_with(|| {
+            distinct.push(draw);
+            multiplicity.push(0);
+            distinct.len() - 1
+        });
+        multiplicity[d] += 1;
+    }
+    let slots = plan.metric_slots();
+    let scored: Vec<Option<Vec<f64>>> = distinct
+        .par_iter()
+        .map_init(Vec::new, |means, draw| {
+            // `replicate_crs` restricted to the slots the plan reads (the others are never read).
+            table.weighted_means_at_into(draw, &slots, means);
+            crs_of_means(&plan, means, &config.weights)
         })
         .collect();
 
-    let valid: Vec<&Vec<f64>> = replicates.iter().flatten().collect();
-    if valid.is_empty() {
+    let valid_draws: Vec<usize> = (0..distinct.len()).filter(|&d| scored[d].is_some()).collect();
+    let n_valid: usize = valid_draws.iter().map(|&d| multiplicity[d]).sum();
+    if n_valid == 0 {
         return Err(CrsError::InvalidParameter {
             name: "bootstrap",
             message: "no replicate could be scored (every draw left an encoder without an axis)".to_string(),
@@ -187,27 +251,32 @@ pub fn paired_seed_bootstrap(
     let mut rank1 = vec![0usize; n_encoders];
     let mut top3 = vec![0usize; n_encoders];
     let mut order: Vec<usize> = (0..n_encoders).collect();
-    for crs in &valid {
+    for &d in &valid_draws {
+        let crs = scored[d].as_deref().expect("valid draw");
         order.sort_by(|&i, &j| crs[j].total_cmp(&crs[i]).then(i.cmp(&j)));
-        rank1[order[0]] += 1;
+        rank1[order[0]] += multiplicity[d];
         for &e in order.iter().take(3) {
-            top3[e] += 1;
+            top3[e] += multiplicity[d];
         }
     }
-    let total = valid.len() as f64;
+    let total = n_valid as f64;
     let (q_lo, q_hi) = ((1.0 - config.level) / 2.0, (1.0 + config.level) / 2.0);
+    let mut samples: Vec<(f64, usize)> = Vec::with_capacity(valid_draws.len());
     let encoders = plan
         .encoders()
         .iter()
         .enumerate()
         .map(|(e, encoder)| {
-            let mut samples: Vec<f64> = valid.iter().map(|crs| crs[e]).collect();
-            samples.sort_by(f64::total_cmp);
+            samples.clear();
+            samples.extend(
+                valid_draws.iter().map(|&d| (scored[d].as_deref().expect("valid draw")[e], multiplicity[d])),
+            );
+            samples.sort_by(|a, b| a.0.total_cmp(&b.0));
             EncoderBootstrap {
                 encoder: encoder.clone(),
                 crs: point[e],
-                lower: percentile_sorted(&samples, q_lo),
-                upper: percentile_sorted(&samples, q_hi),
+                lower: percentile_counted(&samples, n_valid, q_lo),
+                upper: percentile_counted(&samples, n_valid, q_hi),
                 p_rank1: rank1[e] as f64 / total,
                 p_top3: top3[e] as f64 / total,
             }
@@ -215,7 +284,7 @@ pub fn paired_seed_bootstrap(
         .collect();
     Ok(BootstrapResult {
         replicates: config.replicates,
-        dropped_replicates: config.replicates - valid.len(),
+        dropped_replicates: config.replicates - n_valid,
         seed: config.seed,
         level: config.level,
         encoders,
@@ -245,5 +314,22 @@ mod tests {
         assert_eq!(percentile_sorted(&[0.0, 1.0, 2.0, 3.0], 0.0), 0.0);
         assert_eq!(percentile_sorted(&[0.0, 1.0, 2.0, 3.0], 1.0), 3.0);
         assert_eq!(percentile_sorted(&[5.0], 0.975), 5.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counted_percentile_is_the_percentile_of_the_expanded_multiset(
+            mut counted in proptest::collection::vec((-1.0f64..1.0, 1usize..5), 1..20),
+            q in 0.0f64..=1.0,
+        ) {
+            counted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let expanded: Vec<f64> =
+                counted.iter().flat_map(|&(v, c)| std::iter::repeat_n(v, c)).collect();
+            let n = expanded.len();
+            proptest::prop_assert_eq!(
+                percentile_counted(&counted, n, q).to_bits(),
+                percentile_sorted(&expanded, q).to_bits()
+            );
+        }
     }
 }

@@ -121,22 +121,39 @@ impl SeedTable {
     /// # Panics
     /// If `weights.len()` differs from the number of seeds or a metric index is out of range.
     pub fn weighted_means_of_into(&self, weights: &[u32], metrics: &[usize], out: &mut Vec<f64>) {
+        let nm = self.metrics.len();
+        assert!(metrics.iter().all(|&m| m < nm), "metric index out of range");
+        let slots: Vec<usize> =
+            (0..self.groups.len()).flat_map(|g| metrics.iter().map(move |&m| g * nm + m)).collect();
+        self.weighted_means_at_into(weights, &slots, out);
+    }
+
+    /// [`SeedTable::weighted_means_into`] restricted to the `[group][metric]` slots `slots`
+    /// (`g · metrics + m`; the others are written as `NaN`): the bootstrap computes only the slots its
+    /// axis plan reads (`crate::axes::AxisPlan::metric_slots`). Each computed slot is bit-identical to
+    /// [`SeedTable::weighted_means_into`]'s.
+    ///
+    /// # Panics
+    /// If `weights.len()` differs from the number of seeds or a slot is out of range.
+    pub fn weighted_means_at_into(&self, weights: &[u32], slots: &[usize], out: &mut Vec<f64>) {
         assert_eq!(weights.len(), self.seeds.len(), "one weight per seed");
-        let (ns, nm) = (self.seeds.len(), self.metrics.len());
+        let ns = self.seeds.len();
         out.clear();
-        out.resize(self.groups.len() * nm, f64::NAN);
-        for g in 0..self.groups.len() {
-            for &m in metrics {
-                let slot = &self.values[(g * nm + m) * ns..(g * nm + m + 1) * ns];
-                let (mut sum, mut total) = (0.0, 0u64);
-                for (&v, &w) in slot.iter().zip(weights) {
-                    if w > 0 && !v.is_nan() {
-                        sum += f64::from(w) * v;
-                        total += u64::from(w);
-                    }
+        out.resize(self.groups.len() * self.metrics.len(), f64::NAN);
+        // The drawn seeds (weight > 0) in seed order: the sums below visit exactly these, in the same
+        // order as a scan over every seed that skips the undrawn ones.
+        let drawn: Vec<(usize, u32)> = weights.iter().copied().enumerate().filter(|&(_, w)| w > 0).collect();
+        for &i in slots {
+            let slot = &self.values[i * ns..(i + 1) * ns];
+            let (mut sum, mut total) = (0.0, 0u64);
+            for &(s, w) in &drawn {
+                let v = slot[s];
+                if !v.is_nan() {
+                    sum += f64::from(w) * v;
+                    total += u64::from(w);
                 }
-                out[g * nm + m] = if total == 0 { f64::NAN } else { sum / total as f64 };
             }
+            out[i] = if total == 0 { f64::NAN } else { sum / total as f64 };
         }
     }
 }
