@@ -68,18 +68,7 @@ pub fn run(args: &CrsArgs) -> Result<()> {
             reference.check_compatible(&AxisEstimators::default(), scale).with_context(|| {
                 format!("{}: the reference's estimators differ from a profiles table's", path.display())
             })?;
-            let frozen = reference.weights();
-            if args.weights.is_some_and(|w| w != frozen.component)
-                || args.axis_weights.is_some_and(|w| w != frozen.axis)
-            {
-                bail!(
-                    "{}: the reference freezes its weights (components {:?}, axes {:?}); \
-                     --weights/--axis-weights differ: build a new reference instead",
-                    path.display(),
-                    frozen.component,
-                    frozen.axis.as_array()
-                );
-            }
+            weights::check_frozen(path, &reference, args.weights, args.axis_weights)?;
             let origin = format!("reference {} (|R| = {})", path.display(), reference.panel_len());
             (reference, origin)
         }

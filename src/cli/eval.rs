@@ -412,18 +412,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let reference = match &args.reference {
         Some(path) => {
             let reference = Reference::load(path)?;
-            let frozen = reference.weights();
-            if args.weights.is_some_and(|w| w != frozen.component)
-                || args.axis_weights.is_some_and(|w| w != frozen.axis)
-            {
-                bail!(
-                    "{}: the reference freezes its weights (components {:?}, axes {:?}); \
-                     --weights/--axis-weights differ: build a new reference instead",
-                    path.display(),
-                    frozen.component,
-                    frozen.axis.as_array()
-                );
-            }
+            weights::check_frozen(path, &reference, args.weights, args.axis_weights)?;
             Some(reference)
         }
         None => None,

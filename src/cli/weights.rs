@@ -1,7 +1,9 @@
 //! `--weights D,S,W` and `--axis-weights a,b,c,d`: the CRS weights as command-line values, shared by
 //! `calibra crs` and `calibra eval`.
 
-use calibra_crs::{AxisWeights, ComponentWeights};
+use anyhow::bail;
+use calibra_crs::{AxisWeights, ComponentWeights, Reference};
+use std::path::Path;
 
 fn parse_numbers(text: &str, count: usize) -> Result<Vec<f64>, String> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -21,4 +23,24 @@ pub fn parse_component_weights(text: &str) -> Result<ComponentWeights, String> {
 pub fn parse_axis_weights(text: &str) -> Result<AxisWeights, String> {
     let w = parse_numbers(text, 4)?;
     AxisWeights::new([w[0], w[1], w[2], w[3]]).map_err(|e| e.to_string())
+}
+
+/// A saved reference freezes its weights: `--weights`/`--axis-weights`, when given, must equal them.
+pub fn check_frozen(
+    path: &Path,
+    reference: &Reference,
+    weights: Option<ComponentWeights>,
+    axis_weights: Option<AxisWeights>,
+) -> anyhow::Result<()> {
+    let frozen = reference.weights();
+    if weights.is_some_and(|w| w != frozen.component) || axis_weights.is_some_and(|w| w != frozen.axis) {
+        bail!(
+            "{}: the reference freezes its weights (components {:?}, axes {:?}); \
+             --weights/--axis-weights differ: build a new reference instead",
+            path.display(),
+            frozen.component,
+            frozen.axis.as_array()
+        );
+    }
+    Ok(())
 }
