@@ -86,13 +86,7 @@ pub fn draw<R: Rng>(rng: &mut R, site_b: bool) -> Case {
     }
     f[13] = rng.random::<f64>() < if site_b { 0.4 } else { 0.3 };
     f[0] = !f[1..13].iter().any(|&x| x);
-    let metadata = Metadata {
-        age: Some(age),
-        sex: Some(sex),
-        quality: Some((quality * 1000.0).round() / 1000.0),
-        site: Some(if site_b { "B" } else { "A" }.into()),
-        ..Metadata::default()
-    };
+    let metadata = super::case_metadata(age, sex, quality, if site_b { "B" } else { "A" });
     Case { findings: f, metadata, quality }
 }
 

@@ -130,13 +130,7 @@ pub fn draw<R: Rng>(rng: &mut R) -> Case {
     } else {
         true_class
     };
-    let metadata = Metadata {
-        age: Some(age),
-        sex: Some(sex),
-        quality: Some((quality * 1000.0).round() / 1000.0),
-        site: Some("A".into()),
-        ..Metadata::default()
-    };
+    let metadata = super::case_metadata(age, sex, quality, "A");
     Case { true_class, recorded_class, metadata, quality }
 }
 

@@ -56,13 +56,7 @@ pub fn draw<R: Rng>(rng: &mut R) -> Case {
     } else {
         true_grade
     };
-    let metadata = Metadata {
-        age: Some(age),
-        sex: Some(sex),
-        quality: Some((quality * 1000.0).round() / 1000.0),
-        site: Some("A".into()),
-        ..Metadata::default()
-    };
+    let metadata = super::case_metadata(age, sex, quality, "A");
     Case { true_grade, recorded_grade, metadata, quality }
 }
 

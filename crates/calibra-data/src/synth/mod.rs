@@ -202,3 +202,15 @@ fn categorical<R: rand::Rng>(rng: &mut R, weights: &[f64]) -> usize {
 fn normal_clamped<R: rand::Rng>(rng: &mut R, mean: f64, sd: f64, lo: f64, hi: f64) -> f64 {
     (mean + sd * crate::rng::standard_normal(rng)).clamp(lo, hi)
 }
+
+/// The metadata every synthetic case carries: age, sex, acquisition quality (rounded to 3 decimals,
+/// as written to manifests) and the acquisition site.
+pub(crate) fn case_metadata(age: f64, sex: crate::dataset::Sex, quality: f64, site: &str) -> Metadata {
+    Metadata {
+        age: Some(age),
+        sex: Some(sex),
+        quality: Some((quality * 1000.0).round() / 1000.0),
+        site: Some(site.into()),
+        ..Metadata::default()
+    }
+}
