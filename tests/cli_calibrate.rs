@@ -3,14 +3,13 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::calibra;
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
-}
-
-fn calibra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).output().expect("run calibra")
 }
 
 fn text(b: &[u8]) -> String {

@@ -2,21 +2,9 @@
 //! (save, load, candidates never move the panel), weights, and bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn calibra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).output().expect("the calibra binary runs")
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name).display().to_string()
-}
-
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = calibra(args);
-    assert!(out.status.success(), "calibra {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
+mod common;
+use common::{calibra, example, json_of};
 
 fn failure(args: &[&str]) -> String {
     let out = calibra(args);

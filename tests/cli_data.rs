@@ -2,11 +2,9 @@
 //! datasets, the JSON contract, the bad-image policy and error messages.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn calibra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).output().expect("the calibra binary runs")
-}
+mod common;
+use common::{calibra, json_of};
 
 fn fixture(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -14,12 +12,6 @@ fn fixture(rel: &str) -> String {
         .join(rel)
         .display()
         .to_string()
-}
-
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = calibra(args);
-    assert!(out.status.success(), "calibra {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
 #[test]

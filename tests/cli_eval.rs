@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn calibra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).output().expect("run calibra")
-}
+mod common;
+use common::calibra;
 
 fn calibra_threads(threads: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_calibra"))
