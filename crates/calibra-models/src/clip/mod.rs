@@ -1,0 +1,1 @@
+//! CLIP vision and text towers (Hugging Face `CLIPModel` numerics).

@@ -1,0 +1,1 @@
+//! SigLIP vision tower (Hugging Face `SiglipVisionModel` numerics).

@@ -1,0 +1,1 @@
+//! The CLIP byte-level BPE tokenizer.
