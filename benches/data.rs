@@ -1,12 +1,17 @@
 //! Benchmark of the image path of calibra-data: JPEG decode + one perturbation (Rician noise,
 //! severity 2, seeded per image) + resize to 224 × 224 (bilinear) + normalise to a CHW float tensor,
-//! on 256 × 256 RGB JPEGs, one image at a time on one thread, like the peer (batch decoding in
-//! calibra goes through rayon on top of this).
+//! on 256 × 256 RGB JPEGs, one image at a time, like the peer (batch decoding in calibra goes
+//! through rayon on top of this).
+//!
+//! Threads: the Rician noise of one image runs in blocks on the rayon pool (same bytes at any
+//! thread count). With `RAYON_NUM_THREADS=1` the whole path runs on one thread and the benchmark is
+//! named `decode_rician_resize224_1thread`; otherwise it is `decode_rician_resize224_rayon`.
 //!
 //! Run by hand, together with the Python peer (Pillow + numpy, one process) on the same files:
 //!
 //!     scripts/golden/venv.sh python benches/peers/data_peer.py     # writes benches/data/data_images/,
-//!                                                                  # times the peer, runs this bench,
+//!                                                                  # times the peer, runs this bench
+//!                                                                  # with 1 thread and with rayon,
 //!                                                                  # prints images/s of both
 //!
 //! or alone: `cargo bench --bench data` (uses the peer's JPEGs when present, otherwise encodes
@@ -69,7 +74,9 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("data");
     group.sample_size(10);
     group.throughput(Throughput::Elements(files.len() as u64));
-    group.bench_function("decode_rician_resize224_1thread", |b| {
+    let one_thread = std::env::var("RAYON_NUM_THREADS").is_ok_and(|v| v.trim() == "1");
+    let name = if one_thread { "decode_rician_resize224_1thread" } else { "decode_rician_resize224_rayon" };
+    group.bench_function(name, |b| {
         b.iter(|| files.iter().map(|(id, bytes)| one(id, black_box(bytes), &config)).sum::<f32>())
     });
     group.finish();

@@ -6,8 +6,10 @@ normalisation to a CHW float32 array — on the same 256 x 256 RGB JPEGs.
     scripts/golden/venv.sh python benches/peers/data_peer.py [--skip-rust]
 
 Writes benches/data/data_images/*.jpg (git-ignored; 64 procedural images, quality 90, 4:2:0), times
-the peer (best of 3 passes), runs `cargo bench --bench data` on the same files, reads criterion's
-mean estimates and prints images/s of both. Record the numbers in benches/RESULTS.md.
+the peer (best of 3 passes), runs `cargo bench --bench data` on the same files twice (with
+RAYON_NUM_THREADS=1, then with the default rayon pool), times the peer again, reads criterion's mean
+estimates (under $CARGO_TARGET_DIR when set) and prints images/s of all. Record the numbers in
+benches/RESULTS.md.
 """
 import io
 import json
@@ -61,7 +63,8 @@ def time_peer(files):
 
 
 def criterion_mean(name):
-    path = os.path.join(ROOT, "target", "criterion", "data", name, "new", "estimates.json")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    path = os.path.join(target, "criterion", "data", name, "new", "estimates.json")
     with open(path) as f:
         return json.load(f)["mean"]["point_estimate"] / 1e9
 
@@ -73,11 +76,20 @@ def main():
     print(f"peer (Pillow {Image.__version__} + numpy {np.__version__}, 1 process): {len(files) / peer:.1f} images/s")
     if "--skip-rust" in sys.argv:
         return
-    subprocess.run(["cargo", "bench", "--bench", "data"], cwd=ROOT, check=True,
-                   env={**os.environ, "CALIBRA_BENCH_DATA": os.path.join(ROOT, "benches", "data")})
-    for name in ["decode_rician_resize224_1thread"]:
-        t = criterion_mean(name)
-        print(f"calibra {name}: {len(files) / t:.1f} images/s ({peer / t:.2f}x the peer)")
+    results = []
+    for threads, name in [("1", "decode_rician_resize224_1thread"), (None, "decode_rician_resize224_rayon")]:
+        env = {**os.environ, "CALIBRA_BENCH_DATA": os.path.join(ROOT, "benches", "data")}
+        env.pop("RAYON_NUM_THREADS", None)
+        if threads:
+            env["RAYON_NUM_THREADS"] = threads
+        subprocess.run(["cargo", "bench", "--bench", "data"], cwd=ROOT, check=True, env=env)
+        results.append((name, criterion_mean(name)))
+    # The peer again after calibra, so that a change in the machine's load during the run shows.
+    peer_after = time_peer(files)
+    print(f"peer again after calibra: {len(files) / peer_after:.1f} images/s")
+    for name, t in results:
+        print(f"calibra {name}: {len(files) / t:.1f} images/s ({peer / t:.2f}x the first peer timing, "
+              f"{peer_after / t:.2f}x the second)")
 
 
 if __name__ == "__main__":

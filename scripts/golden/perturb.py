@@ -7,15 +7,22 @@ Writes crates/calibra-data/tests/golden/perturb/:
   blur_*.png            scipy.ndimage.gaussian_filter(mode="reflect", truncate=4.0), rounded
   contrast_*.png        m + c (x - m) with per-channel means (ImageNet-C contrast), rounded half-even-safe
   fov_*.png             Pillow centre crop then resize back with BILINEAR
+  rician_*.png          Rician noise "v1" computed here independently of Rust: SHA-256 seed, a pure-Python
+                        ChaCha20 (rand_chacha's ChaCha20Rng: 64-bit block counter, stream 0), Box-Muller
+                        with math.log / math.cos, four 64-bit words per value
 The Rust tests compare: JPEG RMSE within 5 % of Pillow's; blur and contrast within 1 level everywhere;
-field-of-view crop within a mean of 1 level.
+field-of-view crop within a mean of 1 level; Rician noise byte for byte (both sides use the platform's
+libm log and cos, correctly rounded on glibc).
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python scripts/golden/perturb.py
 """
 
+import hashlib
 import io
 import json
+import math
 import os
+import struct
 
 import numpy as np
 import PIL
@@ -62,6 +69,75 @@ def jpeg_error(arr, quality):
     return {"quality": quality, "rmse": float(np.sqrt(np.mean(d * d))), "mae": float(np.mean(np.abs(d)))}
 
 
+RICIAN_SIGMAS = [0.03, 0.06, 0.12]  # severities 1, 2, 3 (crates/calibra-data/src/perturb/mod.rs)
+RICIAN_CASES = [("small_rgb_32", "golden-id-7", 2), ("scene_gray_64", "golden-id-8", 3), ("small_rgb_32", "golden-id-9", 1)]
+MASK32 = 0xFFFFFFFF
+
+
+def chacha20_words(key, n_words):
+    """The first n_words 32-bit output words of ChaCha20 (20 rounds) keyed by 32 bytes, nonce/stream 0,
+    64-bit block counter from 0 in words 12-13: the stream of rand_chacha's ChaCha20Rng::from_seed(key)."""
+    k = list(struct.unpack("<8I", key))
+    out = []
+    block = 0
+    while len(out) < n_words:
+        init = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574] + k + [block & MASK32, block >> 32, 0, 0]
+        x = list(init)
+
+        def qr(a, b, c, d):
+            x[a] = (x[a] + x[b]) & MASK32
+            x[d] ^= x[a]
+            x[d] = ((x[d] << 16) | (x[d] >> 16)) & MASK32
+            x[c] = (x[c] + x[d]) & MASK32
+            x[b] ^= x[c]
+            x[b] = ((x[b] << 12) | (x[b] >> 20)) & MASK32
+            x[a] = (x[a] + x[b]) & MASK32
+            x[d] ^= x[a]
+            x[d] = ((x[d] << 8) | (x[d] >> 24)) & MASK32
+            x[c] = (x[c] + x[d]) & MASK32
+            x[b] ^= x[c]
+            x[b] = ((x[b] << 7) | (x[b] >> 25)) & MASK32
+
+        for _ in range(10):
+            qr(0, 4, 8, 12), qr(1, 5, 9, 13), qr(2, 6, 10, 14), qr(3, 7, 11, 15)
+            qr(0, 5, 10, 15), qr(1, 6, 11, 12), qr(2, 7, 8, 13), qr(3, 4, 9, 14)
+        out.extend((a + b) & MASK32 for a, b in zip(x, init))
+        block += 1
+    return out[:n_words]
+
+
+def round_half_away(v):
+    """Rust's f64::round for v >= 0, exactly (floor(v + 0.5) can round up in the addition)."""
+    f = math.floor(v)
+    return f + 1 if v - f >= 0.5 else f
+
+
+def rician_v1(arr, image_id, level):
+    """calibra's Rician noise, definition v1 (src/perturb/rician.rs): per value in row-major, channel
+    order, n_r then n_i, each sqrt(-2 ln u1) cos(2 pi u2) with u1 = 1 - (a >> 11) 2^-53 and
+    u2 = (b >> 11) 2^-53 from consecutive little-endian 64-bit words a, b of the stream; then
+    round(255 clamp(sqrt((x + s n_r)^2 + (s n_i)^2), 0, 1))."""
+    sigma = RICIAN_SIGMAS[level - 1]
+    seed = hashlib.sha256(b"\0".join(p.encode() for p in ["calibra-perturb-v1", image_id, "rician-noise", str(level)])).digest()
+    flat = arr.reshape(-1)
+    w = chacha20_words(seed, 8 * flat.size)
+    u64 = [w[2 * i] | (w[2 * i + 1] << 32) for i in range(len(w) // 2)]
+
+    def normal(a, b):
+        u1 = 1.0 - (a >> 11) * 2.0**-53
+        u2 = (b >> 11) * 2.0**-53
+        return math.sqrt(-2.0 * math.log(u1)) * math.cos(math.tau * u2)
+
+    out = np.empty(flat.size, dtype=np.uint8)
+    for i, v in enumerate(flat.tolist()):
+        x = v / 255.0
+        nr = sigma * normal(u64[4 * i], u64[4 * i + 1])
+        ni = sigma * normal(u64[4 * i + 2], u64[4 * i + 3])
+        y = math.sqrt((x + nr) * (x + nr) + ni * ni)
+        out[i] = round_half_away(min(max(y, 0.0), 1.0) * 255.0)
+    return out.reshape(arr.shape)
+
+
 def main():
     os.makedirs(os.path.join(OUT, "inputs"), exist_ok=True)
     images = {
@@ -89,6 +165,11 @@ def main():
         x0, y0 = (w - cw) // 2, (h - ch) // 2
         out = pil(small).crop((x0, y0, x0 + cw, y0 + ch)).resize((w, h), Image.BILINEAR)
         out.save(os.path.join(OUT, f"fov_small_rgb_32_{frac}.png"))
+    report["rician"] = []
+    for name, image_id, level in RICIAN_CASES:
+        file = f"rician_{name}_{image_id}_{level}.png"
+        pil(rician_v1(images[name], image_id, level)).save(os.path.join(OUT, file))
+        report["rician"].append({"input": name, "id": image_id, "severity": level, "file": file})
     report["blur_sigmas"], report["contrast_factors"], report["fov_fractions"] = BLUR_SIGMAS, CONTRAST, FOV
     with open(os.path.join(OUT, "perturb.json"), "w") as fh:
         json.dump(report, fh, indent=1, sort_keys=True)

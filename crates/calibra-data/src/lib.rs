@@ -4,8 +4,9 @@
 //! SPEC strings ([`DatasetSpec`]); readers for ISIC 2019, APTOS 2019, CheXpert, MIMIC-CXR (plain or
 //! gzipped CSV), MedMNIST `.npz`, ImageFolder and a generic CSV; the synthetic suites
 //! ([`synth`]); seeded stratified splits and nested label fractions keyed by sample id ([`split`]);
-//! the five acquisition perturbations of the protocol ([`mod@perturb`]); and preprocessing (decode,
-//! grayscale → 3 channels, resize, centre crop, normalise from a Hugging Face
+//! the five acquisition perturbations of the protocol ([`mod@perturb`]); and preprocessing (decode with
+//! the EXIF orientation applied, grayscale → 3 channels, resize ([`resample`] for bilinear), centre
+//! crop, normalise from a Hugging Face
 //! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]) and an optional on-disk
 //! cache of preprocessed tensors ([`cache`]).
 //!
@@ -23,7 +24,7 @@
 //! | `isic2019:/d` | `ISIC_2019_Training_GroundTruth.csv` (one-hot MEL…UNK), optional `ISIC_2019_Training_Metadata.csv`, images `ISIC_2019_Training_Input/<image>.jpg` (or `images=DIR`) |
 //! | `aptos2019:/d` | `train.csv` (`id_code,diagnosis`), images `train_images/<id_code>.png` |
 //! | `chexpert:/d` or `chexpert:/d/train.csv` | CheXpert CSV(s) (`Path`, `Sex`, `Age`, `Frontal/Lateral`, `AP/PA`, 14 observations 1/0/−1/blank); `valid.csv` beside `train.csv` becomes the official test split. Options: `policy=ignore\|zeros\|ones` (uncertain −1; default `ignore` = missing), `blank=zeros\|ignore` (default `zeros`), `root=DIR` (folder the `Path` column is relative to; default: the parent of the CSV's folder) |
-//! | `mimic-cxr:/d` | `mimic-cxr-2.0.0-chexpert.csv[.gz]` joined by `study_id` to `mimic-cxr-2.0.0-split.csv[.gz]` (`dicom_id,study_id,subject_id,split`); images `files/p<2>/p<subject>/s<study>/<dicom>.jpg`. Options as CheXpert |
+//! | `mimic-cxr:/d` | `mimic-cxr-2.0.0-chexpert.csv[.gz]` joined by `study_id` to `mimic-cxr-2.0.0-split.csv[.gz]` (`dicom_id,study_id,subject_id,split`); images `files/p<2>/p<subject>/s<study>/<dicom>.jpg`; age/sex from MIMIC-IV `patients.csv[.gz]` or `hosp/patients.csv[.gz]` in the folder when present (`gender`, `anchor_age`). Options as CheXpert, plus `labels=FILE`, `split=FILE`, `images=DIR`, `patients=FILE` |
 //! | `medmnist:/d/chestmnist.npz` | MedMNIST `.npz` (`{train,val,test}_{images,labels}`, 28 to 224 px, gray or RGB). Task from the file name (`chestmnist` multilabel, `retinamnist` ordinal, else multiclass) or `task=` |
 //! | `synth:derm`, `synth:fundus`, `synth:chest`, `synth:chest-site-b` | synthetic suites. Options: `n=600`, `seed=0`, `size=64` |
 #![forbid(unsafe_code)]
@@ -38,6 +39,7 @@ pub mod perturb;
 pub mod pixels;
 pub mod preprocess;
 pub mod readers;
+pub mod resample;
 pub mod rng;
 pub mod spec;
 pub mod split;

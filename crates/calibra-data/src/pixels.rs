@@ -2,7 +2,7 @@
 //! decoding, perturbation and preprocessing share.
 
 use crate::error::DataError;
-use image::{DynamicImage, GrayImage, RgbImage};
+use image::{DynamicImage, GrayImage, ImageDecoder, RgbImage};
 use std::path::Path;
 
 /// An 8-bit image, row-major, channels interleaved (`data[(y * width + x) * channels + c]`).
@@ -75,10 +75,20 @@ impl ImageU8 {
         }
     }
 
-    /// Decodes PNG or JPEG bytes; `name` is used in the error message.
+    /// Decodes PNG or JPEG bytes (format from the content) and applies the EXIF orientation tag, so
+    /// the pixels are the image as a viewer shows it (what Pillow's `ImageOps.exif_transpose` gives):
+    /// a JPEG stored 16 × 8 with orientation 6 decodes as 8 × 16, rotated 90° clockwise. Images without
+    /// EXIF, or without the tag, are returned as stored. `name` is used in the error message.
     pub fn decode(bytes: &[u8], name: &str) -> Result<ImageU8, DataError> {
-        let image = image::load_from_memory(bytes)
-            .map_err(|e| DataError::Decode { source_name: name.to_string(), message: e.to_string() })?;
+        let error = |message: String| DataError::Decode { source_name: name.to_string(), message };
+        let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| error(e.to_string()))?;
+        let mut decoder = reader.into_decoder().map_err(|e| error(e.to_string()))?;
+        let orientation =
+            decoder.orientation().map_err(|e| error(format!("cannot read the EXIF orientation: {e}")))?;
+        let mut image = DynamicImage::from_decoder(decoder).map_err(|e| error(e.to_string()))?;
+        image.apply_orientation(orientation);
         Ok(Self::from_dynamic(image))
     }
 

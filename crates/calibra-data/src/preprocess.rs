@@ -16,6 +16,7 @@ use crate::dataset::{Dataset, SkippedSample};
 use crate::error::DataError;
 use crate::pixels::ImageU8;
 use crate::readers::BadImagePolicy;
+use crate::resample::resize_triangle;
 use image::imageops::FilterType;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -160,7 +161,14 @@ impl PreprocessConfig {
                 ResizeTarget::ShortestEdge(s) => (((s as u64 * w as u64) / h as u64).max(1) as u32, s),
             };
             if (nw, nh) != (w, h) {
-                img = image::imageops::resize(&img, nw, nh, self.filter);
+                img = if self.filter == FilterType::Triangle {
+                    // Same bytes as image's Triangle resize (see `resample`), several times faster.
+                    let data =
+                        resize_triangle(img.as_raw(), w as usize, h as usize, 3, nw as usize, nh as usize);
+                    image::RgbImage::from_raw(nw, nh, data).expect("resample keeps the size")
+                } else {
+                    image::imageops::resize(&img, nw, nh, self.filter)
+                };
             }
         }
         let (w, h) = (img.width() as i64, img.height() as i64);

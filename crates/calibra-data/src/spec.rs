@@ -52,7 +52,7 @@ impl DatasetFormat {
             DatasetFormat::Isic2019 => &["images"],
             DatasetFormat::Aptos2019 => &["images"],
             DatasetFormat::CheXpert => &["policy", "blank", "root"],
-            DatasetFormat::MimicCxr => &["policy", "blank", "images", "labels", "split"],
+            DatasetFormat::MimicCxr => &["policy", "blank", "images", "labels", "split", "patients"],
             DatasetFormat::MedMnist => &["task"],
             DatasetFormat::Synth => &["n", "seed", "size"],
         }

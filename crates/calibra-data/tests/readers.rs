@@ -209,3 +209,48 @@ fn skip_policy_counts_missing_and_undecodable_images() {
     assert_eq!(d.skipped.len(), 1);
     assert!(d.skipped[0].location.contains("broken"));
 }
+
+#[test]
+fn mimic_cxr_demographics_come_from_mimic_iv_patients() {
+    // hosp/patients.csv.gz: 10000032 F 52, 10000764 M 76; 10000898 absent.
+    let ds = load(&format!("mimic-cxr:{}", fixture("mimic-cxr")));
+    let subject = |s: &calibra_data::Sample| s.metadata.extra["subject_id"].clone();
+    let mut seen = 0;
+    for s in &ds.samples {
+        let (age, sex) = (s.metadata.age, s.metadata.sex);
+        match subject(s).as_str() {
+            "10000032" => assert_eq!((age, sex), (Some(52.0), Some(Sex::Female)), "{}", s.id),
+            "10000764" => assert_eq!((age, sex), (Some(76.0), Some(Sex::Male)), "{}", s.id),
+            "10000898" => assert_eq!((age, sex), (None, None), "{}: not in patients", s.id),
+            other => panic!("unexpected subject {other}"),
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 5);
+    assert_eq!(by_id(&ds, "000a7c3e-1b2d4f6a-8c0e2a4b-6d8f0a2c-00").metadata.extra["anchor_year"], "2180");
+    // The same table named explicitly gives the same metadata.
+    let explicit = load(&format!(
+        "mimic-cxr:{}?patients={}",
+        fixture("mimic-cxr"),
+        fixture("mimic-cxr/hosp/patients.csv.gz")
+    ));
+    let metadata = |d: &Dataset| d.samples.iter().map(|s| s.metadata.clone()).collect::<Vec<_>>();
+    assert_eq!(metadata(&explicit), metadata(&ds));
+}
+
+#[test]
+fn mimic_cxr_malformed_patients_rows_name_file_line_and_column() {
+    let spec = |bad: &str| format!("mimic-cxr:{}?patients={}", fixture("mimic-cxr"), fixture(bad));
+    let age = load_err(&spec("bad/patients_bad_age.csv"), BadImagePolicy::Fail);
+    assert!(age.contains("patients_bad_age.csv") && age.contains("line 3"), "{age}");
+    assert!(age.contains("anchor_age") && age.contains("seventy"), "{age}");
+    let gender = load_err(&spec("bad/patients_bad_gender.csv"), BadImagePolicy::Fail);
+    assert!(gender.contains("patients_bad_gender.csv") && gender.contains("line 3"), "{gender}");
+    assert!(gender.contains("gender") && gender.contains("`X`"), "{gender}");
+    let duplicate = load_err(&spec("bad/patients_duplicate.csv"), BadImagePolicy::Fail);
+    assert!(duplicate.contains("line 4") && duplicate.contains("first at line 2"), "{duplicate}");
+    let missing = load_err(&spec("bad/patients_no_age.csv"), BadImagePolicy::Fail);
+    assert!(missing.contains("patients_no_age.csv") && missing.contains("anchor_age"), "{missing}");
+    let absent = load_err(&spec("bad/no_such_patients.csv"), BadImagePolicy::Fail);
+    assert!(absent.contains("no_such_patients.csv"), "{absent}");
+}

@@ -22,6 +22,7 @@
 
 mod blur;
 mod contrast;
+mod fast_math;
 mod fov_crop;
 mod jpeg;
 mod rician;
@@ -30,7 +31,7 @@ pub use blur::gaussian_blur;
 pub use contrast::reduce_contrast;
 pub use fov_crop::fov_crop;
 pub use jpeg::{encode_jpeg, jpeg_roundtrip};
-pub use rician::rician_noise;
+pub use rician::{rician_noise, rician_noise_reference};
 
 use crate::error::DataError;
 use crate::hashing::sha256_parts;

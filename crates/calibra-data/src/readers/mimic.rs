@@ -7,10 +7,19 @@
 //! `files/p<first 2 digits of subject>/p<subject>/s<study>/<dicom_id>.jpg` under `images=DIR`
 //! (default: the folder). Labels are reported in CheXpert's column order so that a CheXpert-trained
 //! probe applies unchanged. Images whose study has no labeler row are recorded as skipped.
+//!
+//! Demographics (age, sex) are not in MIMIC-CXR-JPG; they come from MIMIC-IV's `patients` table
+//! (`subject_id,gender,anchor_age,...`; gender `F`/`M`, anchor_age whole years), found as
+//! `patients.csv[.gz]` or `hosp/patients.csv[.gz]` in the folder (MIMIC-IV's own layout), or given
+//! with `patients=FILE`. When present, each image's subject gets `sex` from `gender` and `age` from
+//! `anchor_age` (the age in the subject's anchor year, not at the study date; MIMIC-IV caps it at 91),
+//! and the anchor year in `extra["anchor_year"]`; subjects missing from the table keep no
+//! demographics. A malformed row (non-numeric age, gender other than F/M, duplicate subject) is an
+//! error naming the file, line and column. Without the table, age and sex stay empty.
 
-use super::table::{Table, check_image_exists, parse_label_cell};
+use super::table::{Table, check_image_exists, parse_label_cell, parse_optional_f64};
 use super::{LoadOptions, SampleCollector, label_rules};
-use crate::dataset::{Dataset, LabelSpace, Metadata, Sample, SkippedSample, Split, Target, TaskKind};
+use crate::dataset::{Dataset, LabelSpace, Metadata, Sample, Sex, SkippedSample, Split, Target, TaskKind};
 use crate::error::DataError;
 use crate::image_source::ImageSource;
 use crate::spec::DatasetSpec;
@@ -32,6 +41,17 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
     let split_path =
         spec.option("split").map_or_else(|| find_csv(&root, "mimic-cxr-2.0.0-split"), PathBuf::from);
     let images = spec.option("images").map_or_else(|| root.clone(), PathBuf::from);
+    let patients_path = match spec.option("patients") {
+        Some(file) => Some(PathBuf::from(file)),
+        None => ["patients", "hosp/patients"]
+            .iter()
+            .flat_map(|stem| ["csv", "csv.gz"].map(|ext| root.join(format!("{stem}.{ext}"))))
+            .find(|p| p.is_file()),
+    };
+    let patients = match &patients_path {
+        Some(path) => read_patients(path)?,
+        None => HashMap::new(),
+    };
 
     let lt = Table::read(&labels_path)?;
     let study_col = lt.require("study_id")?;
@@ -83,6 +103,13 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
             continue;
         }
         let mut metadata = Metadata { site: Some("MIMIC-CXR".into()), ..Metadata::default() };
+        if let Some(p) = patients.get(subject) {
+            metadata.age = p.age;
+            metadata.sex = p.sex;
+            if let Some(year) = &p.anchor_year {
+                metadata.extra.insert("anchor_year".into(), year.clone());
+            }
+        }
         metadata.extra.insert("subject_id".into(), subject.to_string());
         metadata.extra.insert("study_id".into(), study.to_string());
         collector.push(
@@ -106,4 +133,46 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         samples: collector.into_samples(),
         skipped,
     })
+}
+
+/// One subject's row of MIMIC-IV `patients`.
+struct Patient {
+    age: Option<f64>,
+    sex: Option<Sex>,
+    anchor_year: Option<String>,
+}
+
+/// Reads MIMIC-IV `patients.csv[.gz]`: required columns `subject_id`, `gender` (`F`, `M`, or blank
+/// for unknown) and `anchor_age` (a non-negative number of years, or blank); `anchor_year` optional.
+fn read_patients(path: &Path) -> Result<HashMap<String, Patient>, DataError> {
+    let t = Table::read(path)?;
+    let (subject_col, gender_col, age_col) =
+        (t.require("subject_id")?, t.require("gender")?, t.require("anchor_age")?);
+    let year_col = t.find("anchor_year");
+    let mut out: HashMap<String, (u64, Patient)> = HashMap::new();
+    for (line, r) in &t.rows {
+        let cell = |i: usize| r.get(i).unwrap_or("").trim();
+        let subject = cell(subject_col);
+        if subject.is_empty() {
+            return Err(t.error(*line, "column `subject_id` is empty"));
+        }
+        let sex = match cell(gender_col) {
+            "" => None,
+            "F" | "f" => Some(Sex::Female),
+            "M" | "m" => Some(Sex::Male),
+            other => {
+                return Err(t.error(*line, format!("column `gender`: `{other}` is not F or M (or blank)")));
+            }
+        };
+        let age = parse_optional_f64(cell(age_col), "anchor_age").map_err(|m| t.error(*line, m))?;
+        if age.is_some_and(|a| a < 0.0) {
+            return Err(t.error(*line, format!("column `anchor_age`: `{}` is negative", cell(age_col))));
+        }
+        let anchor_year = year_col.map(cell).filter(|y| !y.is_empty()).map(str::to_string);
+        if let Some((first, _)) = out.insert(subject.to_string(), (*line, Patient { age, sex, anchor_year }))
+        {
+            return Err(t.error(*line, format!("duplicate subject_id `{subject}` (first at line {first})")));
+        }
+    }
+    Ok(out.into_iter().map(|(k, (_, p))| (k, p)).collect())
 }
