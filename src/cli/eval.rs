@@ -6,20 +6,29 @@
 //! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
 //! - `report.md` and `figures/*.svg`;
-//! - `reference.json`: the reference the CRS was computed against.
+//! - `reference.json`: the reference the CRS was computed against;
+//! - encoder analyses E1–E6: `e1_specialist.csv`, `e2_calibration_repair.csv`, `e3_feature_depth.csv`,
+//!   `e4_corruption_miscalibration.csv`, `e5_prompting.csv`, `e6_label_crossover.csv` (header only when
+//!   the analysis had not enough records; the reason is in `evaluation.json` and the report);
+//! - FOCUS additions (unless `--no-focus`): `group_metrics.csv` (per run, column, metric and group),
+//!   `group_gaps.csv` (per cell, column and metric: gap mean/std over seeds), `adaptation_deltas.csv`.
 //!
 //! The directory is complete or absent: everything is written (each file atomically) into a temporary
 //! sibling directory that is renamed to DIR at the end; on error the temporary directory is removed.
 //! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
 
+mod focus_csv;
+
 use crate::cli::output::{OutputFormat, emit};
 use crate::cli::weights;
 use anyhow::{Context, Result, bail};
+use calibra_crs::encoder_analyses::EncoderAnalysisOptions;
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
     AXES, AxisConfig, AxisWeights, BootstrapConfig, ComponentWeights, Reference, Regime, RobustnessVariant,
     RunRecordSet, ScoreWeights,
 };
+use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
 use calibra_metrics::{
     Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
 };
@@ -106,6 +115,78 @@ pub struct EvalArgs {
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+    /// FOCUS additions and encoder-analysis declarations (boxed: keeps the subcommand enum small).
+    #[command(flatten)]
+    pub focus: Box<FocusEvalArgs>,
+}
+
+/// The flags of the FOCUS additions (subgroup/quality gaps, adaptation deltas) and of the encoder
+/// analyses E1–E6. `Default` is "no group column, 30, 2,000 replicates, no declarations": the same as
+/// passing none of these flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FocusEvalArgs {
+    /// A demographic group column for subgroup gaps: NAME, NAME:categorical, NAME:median (e.g.
+    /// `age:median`) or NAME:thresholds=a,b,… (right-closed strata). Repeatable. Values come from
+    /// --groups, or else from extra columns of each run's predictions file.
+    #[arg(long = "group-column", value_name = "NAME[:SPLIT]", value_parser = parse_subgroup_column)]
+    pub group_columns: Vec<GroupColumn>,
+    /// An image-quality column for quality-stratum gaps (same syntax as --group-column, e.g.
+    /// `quality:median` or `quality:thresholds=0.5`). Repeatable.
+    #[arg(long = "quality-column", value_name = "NAME[:SPLIT]", value_parser = parse_quality_column)]
+    pub quality_columns: Vec<GroupColumn>,
+    /// Group table: a CSV with `id` and the declared group/quality columns, one row per test sample.
+    #[arg(long, value_name = "GROUPS.csv")]
+    pub groups: Option<PathBuf>,
+    /// Groups with fewer samples are reported as skipped in the subgroup and quality gaps.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub min_group_size: usize,
+    /// Paired bootstrap replicates of the adaptation deltas (0: point deltas only). Seeded by --seed,
+    /// interval level --level.
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    pub delta_bootstrap: usize,
+    /// Skip the analyses that read predictions files (subgroup/quality gaps, adaptation deltas).
+    #[arg(long)]
+    pub no_focus: bool,
+    /// E1: a specialist encoder and its matched datasets, ENCODER=DATASET[+DATASET…]. Repeatable.
+    #[arg(long = "specialist", value_name = "ENCODER=DATASETS", value_parser = parse_specialist)]
+    pub specialists: Vec<(String, Vec<String>)>,
+    /// E6: the reference encoder of the label-fraction crossover (e.g. a generalist such as ViT-B/16).
+    #[arg(long, value_name = "ENCODER")]
+    pub crossover_reference: Option<String>,
+}
+
+impl Default for FocusEvalArgs {
+    fn default() -> Self {
+        FocusEvalArgs {
+            group_columns: Vec::new(),
+            quality_columns: Vec::new(),
+            groups: None,
+            min_group_size: 30,
+            delta_bootstrap: 2_000,
+            no_focus: false,
+            specialists: Vec::new(),
+            crossover_reference: None,
+        }
+    }
+}
+
+fn parse_subgroup_column(text: &str) -> Result<GroupColumn, String> {
+    GroupColumn::parse(text, GapKind::Subgroup)
+}
+
+fn parse_quality_column(text: &str) -> Result<GroupColumn, String> {
+    GroupColumn::parse(text, GapKind::Quality)
+}
+
+fn parse_specialist(text: &str) -> Result<(String, Vec<String>), String> {
+    let (encoder, datasets) =
+        text.split_once('=').ok_or_else(|| format!("`{text}`: expected ENCODER=DATASET[+DATASET…]"))?;
+    let datasets: Vec<String> =
+        datasets.split('+').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
+    if encoder.trim().is_empty() || datasets.is_empty() {
+        return Err(format!("`{text}`: expected ENCODER=DATASET[+DATASET…]"));
+    }
+    Ok((encoder.trim().to_string(), datasets))
 }
 
 fn parse_regime(text: &str) -> Result<Regime, String> {
@@ -305,6 +386,7 @@ fn output_files(
         "in_panel",
     ]);
     files.push(("crs.csv".to_string(), csv_bytes(&header, rows)?));
+    files.extend(focus_csv::focus_csv_files(e)?);
     for f in eval_report(e, figures) {
         files.push((f.path, f.contents.into_bytes()));
     }
@@ -400,6 +482,19 @@ fn summary_table(e: &Evaluation) -> String {
             c.comparison.mean_abs_displacement
         );
     }
+    if let Some(f) = &e.focus {
+        let _ = writeln!(
+            out,
+            "gaps: {} (run, column) rows over {} columns; adaptation: {} base–adapted pairs, {} unpaired",
+            f.run_gaps.len(),
+            f.columns.len(),
+            f.adaptation.len(),
+            f.unpaired.len()
+        );
+        for n in &f.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
     for n in &e.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -442,6 +537,10 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             ..BootstrapConfig::default()
         }),
         stability_seed: (!args.no_stability).then_some(args.seed),
+        encoder_analyses: EncoderAnalysisOptions {
+            specialists: args.focus.specialists.iter().cloned().collect(),
+            crossover_reference: args.focus.crossover_reference.clone(),
+        },
     };
     let what = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
     let started = Instant::now();
@@ -453,7 +552,29 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             args.seed
         );
     }
-    let evaluation = Evaluation::build(&set, &options).with_context(|| format!("evaluating {what}"))?;
+    let mut evaluation = Evaluation::build(&set, &options).with_context(|| format!("evaluating {what}"))?;
+    if !args.focus.no_focus {
+        let focus = FocusOptions {
+            columns: args.focus.group_columns.iter().chain(&args.focus.quality_columns).cloned().collect(),
+            groups_file: args.focus.groups.clone(),
+            min_group_size: args.focus.min_group_size,
+            metrics: SampleMetric::ALL.to_vec(),
+            bootstrap: PairedBootstrapConfig {
+                replicates: args.focus.delta_bootstrap,
+                seed: args.seed,
+                level: args.level,
+                ..PairedBootstrapConfig::default()
+            },
+        };
+        let report = focus_analyses(&set, &focus)
+            .with_context(|| format!("subgroup/quality gaps and adaptation deltas of {what}"))?;
+        evaluation = evaluation.with_focus(report);
+    } else if !args.focus.group_columns.is_empty()
+        || !args.focus.quality_columns.is_empty()
+        || args.focus.groups.is_some()
+    {
+        bail!("--no-focus skips the gap analyses: drop it, or drop --group-column/--quality-column/--groups");
+    }
     if args.bootstrap > 0 {
         eprintln!("evaluation done in {:.2} s", started.elapsed().as_secs_f64());
     }

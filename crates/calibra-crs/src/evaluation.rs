@@ -41,7 +41,9 @@ use serde::Serialize;
 
 use crate::axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
+use crate::encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions, encoder_analyses};
 use crate::error::CrsError;
+use crate::focus_analyses::FocusReport;
 use crate::metric_rows::SeedTable;
 use crate::profile::{AXES, Axis, Profile};
 use crate::rank_compare::{RankComparison, compare_rankings};
@@ -68,6 +70,8 @@ pub struct EvaluationOptions {
     pub bootstrap: Option<BootstrapConfig>,
     /// Seed of the stability analyses; `None` skips them.
     pub stability_seed: Option<u64>,
+    /// Declarations of the encoder analyses E1–E6 (specialist domains, crossover reference).
+    pub encoder_analyses: EncoderAnalysisOptions,
 }
 
 impl Default for EvaluationOptions {
@@ -78,6 +82,7 @@ impl Default for EvaluationOptions {
             reference: None,
             bootstrap: Some(BootstrapConfig::default()),
             stability_seed: Some(0),
+            encoder_analyses: EncoderAnalysisOptions::default(),
         }
     }
 }
@@ -278,6 +283,11 @@ pub struct Evaluation {
     pub correlations: Vec<Correlation>,
     pub per_domain: Vec<DomainCrs>,
     pub stability: Option<StabilityReport>,
+    /// Encoder analyses E1–E6 (spec §5.7), from the metric rows.
+    pub encoder_analyses: EncoderAnalyses,
+    /// FOCUS additions (spec §6) from per-sample predictions; `None` until attached with
+    /// [`Evaluation::with_focus`] (they need file IO, which this module does not do).
+    pub focus: Option<FocusReport>,
     /// Human-readable notes (skipped analyses and why).
     pub notes: Vec<String>,
 }
@@ -624,6 +634,14 @@ impl Evaluation {
             None => None,
         };
 
+        let encoder_analyses = encoder_analyses(
+            &metric_rows,
+            &per_domain,
+            options.axes.regime,
+            &options.axes.discrimination_metric,
+            &options.axes.calibration_metric,
+            &options.encoder_analyses,
+        );
         let reference_json =
             serde_json::from_str(&reference.to_json()).map_err(|e| CrsError::InvalidParameter {
                 name: "reference",
@@ -650,8 +668,16 @@ impl Evaluation {
             correlations,
             per_domain,
             stability: stability_report,
+            encoder_analyses,
+            focus: None,
             notes,
         })
+    }
+
+    /// The evaluation with the FOCUS analyses attached (see [`crate::focus_analyses`]).
+    pub fn with_focus(mut self, focus: FocusReport) -> Self {
+        self.focus = Some(focus);
+        self
     }
 }
 

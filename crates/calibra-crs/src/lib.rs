@@ -3,7 +3,9 @@
 //! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness),
 //! references (a frozen panel with anchors, saved as versioned JSON), the Clinical Reliability Score
 //! (dominance D, ideal-point S, worst-axis W), run records → metric rows → axes, the paired-seed
-//! bootstrap, stability analyses, and rank comparison of two orderings.
+//! bootstrap, stability analyses, and rank comparison of two orderings; the encoder analyses E1–E6 and
+//! the FOCUS additions (subgroup and quality-stratum gaps from declared group columns, adapted − base
+//! deltas with paired bootstrap intervals and Benjamini–Hochberg correction).
 //!
 //! Must not depend on: burn, models or training code. It consumes run records and predictions-derived
 //! metrics from any framework; numerics come from calibra-metrics.
@@ -25,11 +27,25 @@ pub mod evaluation;
 pub mod metric_rows;
 pub mod rank_compare;
 pub mod run_record;
+// FOCUS additions and encoder analyses (helper focus).
+pub mod adaptation_deltas;
+pub mod encoder_analyses;
+pub mod focus_analyses;
+pub mod focus_error;
+pub mod group_columns;
+pub mod multiple_testing;
+pub mod sample_metrics;
+pub mod subgroup_gaps;
 
+pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 pub use bootstrap::{BootstrapConfig, BootstrapResult, EncoderBootstrap, paired_seed_bootstrap};
+pub use encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions};
 pub use error::CrsError;
 pub use evaluation::{Evaluation, EvaluationOptions};
+pub use focus_analyses::{FocusOptions, FocusReport, focus_analyses};
+pub use focus_error::FocusError;
+pub use group_columns::{GapKind, GroupColumn, GroupSplit};
 pub use metric_rows::{MetricRow, MetricRows, SeedTable};
 pub use normalize::{Anchors, AxisAnchor};
 pub use profile::{AXES, Axis, Profile, oriented_calibration};
@@ -40,6 +56,7 @@ pub use reference::{
     build_per_domain,
 };
 pub use run_record::{Condition, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet};
+pub use sample_metrics::{SampleMetric, SampleTable};
 pub use score::{
     AxisWeights, ComponentWeights, CrsComponents, ScoreWeights, crs_components, dominance, ideal_proximity,
     ordinal_ranks, pareto_dominates, worst_axis,

@@ -304,6 +304,11 @@ pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -
         stability_section(s, &mut md);
     }
 
+    md.push_str(&crate::focus_report::encoder_analyses_section(&e.encoder_analyses));
+    if let Some(f) = &e.focus {
+        md.push_str(&crate::focus_report::focus_section(f));
+    }
+
     if !reliability.is_empty() {
         md.push_str(
             "\n## Reliability diagrams\n\nComputed from the runs' predictions files (15 equal-width bins).\n",

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod eval_report;
+mod focus_report;
 mod markdown;
 mod profile_bars;
 mod rank_displacement;
@@ -20,6 +21,7 @@ mod reliability_diagram;
 mod svg;
 
 pub use eval_report::{ReliabilityFigure, ReportFile, eval_report};
+pub use focus_report::{encoder_analyses_section, focus_section};
 pub use markdown::{format_number, markdown_table};
 pub use profile_bars::{ProfileBar, profile_bars};
 pub use rank_displacement::rank_displacement;
