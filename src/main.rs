@@ -28,6 +28,12 @@ enum Command {
     /// Evaluate a run set: metric rows, profiles, CRS with bootstrap intervals, rank comparisons,
     /// stability; writes JSON, CSV and a Markdown report with SVG figures.
     Eval(cli::eval::EvalArgs),
+    /// Run a recipe's grid into a crash-safe, resumable run store (`--dry-run`: size and cost only).
+    Run(cli::run::RunArgs),
+    /// Combine run stores (e.g. shards) into one; identical duplicates dropped, conflicts refused.
+    Merge(cli::merge::MergeArgs),
+    /// Regenerate the evaluation report of a run store from its records and saved recipe alone.
+    Report(cli::report::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,5 +55,8 @@ fn run(command: Command) -> Result<()> {
         Command::CompareRanks(args) => cli::compare_ranks::run(&args),
         Command::Data(args) => cli::data::run(&args),
         Command::Eval(args) => cli::eval::run(&args),
+        Command::Run(args) => cli::run::run(&args),
+        Command::Merge(args) => cli::merge::run(&args),
+        Command::Report(args) => cli::report::run(&args),
     }
 }

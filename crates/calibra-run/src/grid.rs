@@ -1,0 +1,334 @@
+//! Grid expansion: a recipe becomes a list of fits, each with the record slots it must fill.
+//!
+//! # Definition
+//!
+//! A **fit** is one trained (or, for zero-shot, prompted) model:
+//!
+//! | regime | one fit per |
+//! |---|---|
+//! | `frozen` | encoder × dataset × probe × layer × label fraction × seed |
+//! | `lora`, `coop`, `full` | encoder × dataset × loss (those whose `regimes` include it) × label fraction × seed |
+//! | `zero-shot` | encoder × dataset × seed (label fraction 1: nothing is trained) |
+//!
+//! restricted to the regime's `encoders` and with its own `label_fractions` when given. Loops nest in
+//! that order (encoder outermost, seed innermost), so fits that share frozen features are adjacent.
+//!
+//! An encoder with a `datasets` list has no fit on the other datasets (a missing cell). Each fit
+//! predicts on its **conditions** — the clean test split, every perturbation × severity (names
+//! outer, severities inner, recipe order; only at `[perturbations] label_fractions` when given), then
+//! every shift target of its dataset — and each
+//! post-hoc **calibrator** (recipe order; `none` = raw) is a variant of those predictions. A fit
+//! therefore fills `conditions × calibrators` **record slots**, one run record each, with the record's
+//! `probe` field = the probe name for frozen fits (`logistic`; `logistic@0.5` when the layer fraction
+//! is not 1), the loss label for adapted fits, and `zero-shot` for zero-shot fits.
+//!
+//! The **fit key** ([`FitKey`]) hashes everything that determines the fitted model: encoder name and
+//! source, dataset name and spec, split, regime and its hyper-parameters, probe (and layer) or loss
+//! (and arguments), label fraction and seed (see [`FitConfig`]). Conditions and calibrators are not in
+//! it: they are slots of the fit, so adding a perturbation to a recipe adds slots to existing fits
+//! (the store runs such a fit again and appends only the missing slots) instead of re-keying the grid.
+
+use std::collections::BTreeSet;
+
+use calibra_crs::{Condition, Regime};
+use serde::Serialize;
+
+use crate::recipe::{EncoderEntry, LossEntry, Recipe, SplitSettings};
+use crate::run_key::FitKey;
+
+/// The method of a fit: what is trained and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FitMethod {
+    /// A probe on frozen features taken at `layer` (fraction of the encoder's blocks).
+    Probe { probe: String, layer: f64 },
+    /// LoRA adaptation with a loss.
+    Lora { r: u32, alpha: f64, dropout: f64, lr: f64, epochs: u32, targets: Vec<String>, loss: LossConfig },
+    /// CoOp prompt learning with a loss.
+    Coop {
+        n_ctx: u32,
+        ctx_init: Option<String>,
+        csc: bool,
+        class_position: String,
+        epochs: u32,
+        lr: f64,
+        loss: LossConfig,
+    },
+    /// Full fine-tuning with a loss.
+    Full { lr: f64, epochs: u32, loss: LossConfig },
+    /// Zero-shot prompting with these templates.
+    ZeroShot { templates: Vec<String> },
+}
+
+/// A loss with its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LossConfig {
+    pub name: String,
+    pub args: std::collections::BTreeMap<String, f64>,
+}
+
+impl From<&LossEntry> for LossConfig {
+    fn from(l: &LossEntry) -> Self {
+        LossConfig { name: l.name.clone(), args: l.args.clone() }
+    }
+}
+
+/// A named dataset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedSpec {
+    pub name: String,
+    pub spec: String,
+}
+
+/// Everything that determines a fitted model; its canonical JSON hashes to the [`FitKey`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitConfig {
+    /// Version of this layout (`calibra-fit-v1`); bump it when the meaning of a field changes.
+    pub schema: &'static str,
+    /// Encoder name (as in records) and source.
+    pub encoder: NamedSpec,
+    pub dataset: NamedSpec,
+    pub split: SplitSettings,
+    pub regime: Regime,
+    pub method: FitMethod,
+    /// The record's `probe` field.
+    pub probe: String,
+    pub label_fraction: f64,
+    pub seed: u64,
+}
+
+/// One record slot of a fit: a test condition and a calibrator.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot {
+    pub condition: Condition,
+    pub calibrator: String,
+}
+
+/// One fit of the grid, with its key, configuration, shift target specs and record slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitSpec {
+    pub key: FitKey,
+    pub config: FitConfig,
+    /// Shift targets of the dataset (the specs behind `Condition::Shift` targets).
+    pub shift_targets: Vec<NamedSpec>,
+    /// Every slot this fit must fill, in order (conditions outer, calibrators inner).
+    pub slots: Vec<Slot>,
+}
+
+impl FitSpec {
+    /// A short human description: `encoder/dataset/regime/probe ρ=… seed=…`.
+    pub fn describe(&self) -> String {
+        let c = &self.config;
+        format!(
+            "{}/{}/{}/{} ρ={} seed={}",
+            c.encoder.name, c.dataset.name, c.regime, c.probe, c.label_fraction, c.seed
+        )
+    }
+
+    /// The distinct test conditions of the slots, in slot order.
+    pub fn conditions(&self) -> Vec<Condition> {
+        let mut seen = BTreeSet::new();
+        self.slots.iter().filter(|s| seen.insert(s.condition.clone())).map(|s| s.condition.clone()).collect()
+    }
+
+    /// Whether this fit reads frozen features (shared across probes, fractions and seeds).
+    pub fn uses_frozen_features(&self) -> bool {
+        matches!(self.config.method, FitMethod::Probe { .. })
+    }
+}
+
+/// A feature pass: one forward pass of an encoder over one dataset under one condition; computed
+/// once and shared by every frozen probe, layer, fraction and seed of that (encoder, dataset).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FeaturePass {
+    pub encoder: String,
+    pub dataset: String,
+    pub condition: Condition,
+}
+
+/// The conditions of a fit at `label_fraction` on a dataset with these shift targets, in order.
+pub fn conditions_of(recipe: &Recipe, shift_targets: &[NamedSpec], label_fraction: f64) -> Vec<Condition> {
+    let mut out = vec![Condition::Clean];
+    if let Some(p) = &recipe.perturbations
+        && p.label_fractions.as_ref().is_none_or(|f| f.contains(&label_fraction))
+    {
+        for name in &p.names {
+            for &severity in &p.severities {
+                out.push(Condition::Perturbation { perturbation: name.clone(), severity });
+            }
+        }
+    }
+    out.extend(shift_targets.iter().map(|t| Condition::Shift { target: t.name.clone() }));
+    out
+}
+
+/// The record's `probe` field of a frozen probe at `layer`.
+pub fn probe_label(probe: &str, layer: f64) -> String {
+    if layer == 1.0 { probe.to_string() } else { format!("{probe}@{layer}") }
+}
+
+fn in_scope(encoders: Option<&[String]>, encoder: &EncoderEntry) -> bool {
+    encoders.is_none_or(|list| list.iter().any(|n| *n == encoder.display_name()))
+}
+
+/// Expands a validated recipe into its fits (see the module docs for the order).
+pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
+    let split = recipe.split();
+    let mut fits = Vec::new();
+    for encoder in &recipe.encoders {
+        let enc = NamedSpec { name: encoder.display_name(), spec: encoder.source.clone() };
+        for dataset in &recipe.datasets {
+            let data = NamedSpec { name: dataset.display_name(), spec: dataset.spec.clone() };
+            let shift: Vec<NamedSpec> = dataset
+                .shift
+                .iter()
+                .map(|s| NamedSpec { name: s.display_name(), spec: s.spec.clone() })
+                .collect();
+            if encoder.datasets.as_ref().is_some_and(|list| !list.contains(&data.name)) {
+                continue;
+            }
+            let slots = |label_fraction: f64| -> Vec<Slot> {
+                conditions_of(recipe, &shift, label_fraction)
+                    .iter()
+                    .flat_map(|c| {
+                        recipe
+                            .calibrators
+                            .iter()
+                            .map(|cal| Slot { condition: c.clone(), calibrator: cal.clone() })
+                    })
+                    .collect()
+            };
+            // (regime, method, probe label, fractions) of this cell, in regime order.
+            let mut methods: Vec<(Regime, FitMethod, String, Vec<f64>)> = Vec::new();
+            let fractions = |own: Option<&[f64]>| own.unwrap_or(&recipe.label_fractions).to_vec();
+            let r = &recipe.regimes;
+            if let Some(f) = &r.frozen
+                && in_scope(f.encoders.as_deref(), encoder)
+            {
+                for probe in &f.probes {
+                    for &layer in &f.layers {
+                        methods.push((
+                            Regime::Frozen,
+                            FitMethod::Probe { probe: probe.clone(), layer },
+                            probe_label(probe, layer),
+                            fractions(f.label_fractions.as_deref()),
+                        ));
+                    }
+                }
+            }
+            for loss in &recipe.losses {
+                if let Some(l) = &r.lora
+                    && loss.applies_to(Regime::Lora)
+                    && in_scope(l.encoders.as_deref(), encoder)
+                {
+                    methods.push((
+                        Regime::Lora,
+                        FitMethod::Lora {
+                            r: l.r,
+                            alpha: l.alpha,
+                            dropout: l.dropout,
+                            lr: l.lr,
+                            epochs: l.epochs,
+                            targets: l.targets.clone(),
+                            loss: loss.into(),
+                        },
+                        loss.display_label(),
+                        fractions(l.label_fractions.as_deref()),
+                    ));
+                }
+            }
+            for loss in &recipe.losses {
+                if let Some(c) = &r.coop
+                    && loss.applies_to(Regime::Coop)
+                    && in_scope(c.encoders.as_deref(), encoder)
+                {
+                    methods.push((
+                        Regime::Coop,
+                        FitMethod::Coop {
+                            n_ctx: c.n_ctx,
+                            ctx_init: c.ctx_init.clone(),
+                            csc: c.csc,
+                            class_position: c.class_position.clone(),
+                            epochs: c.epochs,
+                            lr: c.lr,
+                            loss: loss.into(),
+                        },
+                        loss.display_label(),
+                        fractions(c.label_fractions.as_deref()),
+                    ));
+                }
+            }
+            for loss in &recipe.losses {
+                if let Some(f) = &r.full
+                    && loss.applies_to(Regime::Full)
+                    && in_scope(f.encoders.as_deref(), encoder)
+                {
+                    methods.push((
+                        Regime::Full,
+                        FitMethod::Full { lr: f.lr, epochs: f.epochs, loss: loss.into() },
+                        loss.display_label(),
+                        fractions(f.label_fractions.as_deref()),
+                    ));
+                }
+            }
+            if let Some(z) = &r.zero_shot
+                && in_scope(z.encoders.as_deref(), encoder)
+            {
+                methods.push((
+                    Regime::ZeroShot,
+                    FitMethod::ZeroShot { templates: z.templates.clone() },
+                    "zero-shot".to_string(),
+                    vec![1.0],
+                ));
+            }
+            for (regime, method, label, fracs) in methods {
+                for &label_fraction in &fracs {
+                    for &seed in &recipe.seeds {
+                        let config = FitConfig {
+                            schema: "calibra-fit-v1",
+                            encoder: enc.clone(),
+                            dataset: data.clone(),
+                            split: split.clone(),
+                            regime,
+                            method: method.clone(),
+                            probe: label.clone(),
+                            label_fraction,
+                            seed,
+                        };
+                        fits.push(FitSpec {
+                            key: FitKey::of(&config),
+                            config,
+                            shift_targets: shift.clone(),
+                            slots: slots(label_fraction),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    fits
+}
+
+/// The distinct feature passes of the frozen fits (and of CoOp / zero-shot image features), in order.
+pub fn feature_passes(fits: &[FitSpec]) -> Vec<FeaturePass> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for fit in fits.iter().filter(|f| {
+        matches!(
+            f.config.method,
+            FitMethod::Probe { .. } | FitMethod::Coop { .. } | FitMethod::ZeroShot { .. }
+        )
+    }) {
+        for condition in fit.conditions() {
+            let pass = FeaturePass {
+                encoder: fit.config.encoder.name.clone(),
+                dataset: fit.config.dataset.name.clone(),
+                condition,
+            };
+            if seen.insert(pass.clone()) {
+                out.push(pass);
+            }
+        }
+    }
+    out
+}

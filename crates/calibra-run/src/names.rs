@@ -1,0 +1,51 @@
+//! The names a recipe may use, as plain constants in one place so that they can be kept in sync with
+//! the crates that implement them (calibra-train probes and losses, calibra-calibrate methods,
+//! calibra-data perturbations). A name missing here is rejected by recipe validation before any work
+//! starts.
+
+/// Probes on frozen features (`[regimes.frozen] probes`): logistic regression (L-BFGS), a small MLP,
+/// k-nearest neighbours, and `prior`, the intercept-only model (predicts the training split's class
+/// frequencies for every sample: the floor any probe must beat).
+pub const PROBES: &[&str] = &["logistic", "mlp", "knn", "prior"];
+
+/// Training losses of the adapted regimes (`[[losses]] name`), with the arguments each accepts.
+/// `ce` cross-entropy; `label-smoothing` (`epsilon`); `focal` (`gamma`); `mdca` (`beta`); `mbls`
+/// (`margin`, `alpha`); `mcm` (`alpha`, `beta`); `zs-norm` (`lambda`); `penalty` (`beta`).
+pub const LOSSES: &[(&str, &[&str])] = &[
+    ("ce", &[]),
+    ("label-smoothing", &["epsilon"]),
+    ("focal", &["gamma"]),
+    ("mdca", &["beta"]),
+    ("mbls", &["margin", "alpha"]),
+    ("mcm", &["alpha", "beta"]),
+    ("zs-norm", &["lambda"]),
+    ("penalty", &["beta"]),
+];
+
+/// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.
+pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", "dirichlet"];
+
+/// Acquisition perturbations (`[perturbations] names`), as named by calibra-data.
+pub const PERTURBATIONS: &[&str] = &["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"];
+
+/// Largest severity a recipe may ask for (severities are 1..=MAX_SEVERITY). calibra-data implements
+/// 1..=3 today; the recipe format admits up to 5 so that a longer ladder needs no format change, and
+/// an executor rejects a severity its data crate does not implement.
+pub const MAX_SEVERITY: u32 = 5;
+
+/// LoRA target module names (`[regimes.lora] targets`), Hugging Face ViT/CLIP naming.
+pub const LORA_TARGETS: &[&str] =
+    &["query", "key", "value", "dense", "fc1", "fc2", "q_proj", "k_proj", "v_proj", "out_proj"];
+
+/// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
+pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];
+
+/// Whether `name` is one of `list`.
+pub fn is_known(list: &[&str], name: &str) -> bool {
+    list.contains(&name)
+}
+
+/// The argument names of loss `name`, or `None` for an unknown loss.
+pub fn loss_args(name: &str) -> Option<&'static [&'static str]> {
+    LOSSES.iter().find(|(n, _)| *n == name).map(|(_, args)| *args)
+}

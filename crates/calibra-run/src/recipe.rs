@@ -1,0 +1,979 @@
+//! Recipes: one TOML file declaring a whole study (see the README section "Recipes and the run store"
+//! and `recipes/*.toml` for complete examples).
+//!
+//! # Schema
+//!
+//! Unknown keys are rejected at every level. Relative paths (local encoders, dataset locations,
+//! the evaluator reference) are resolved against the working directory of the `calibra` process.
+//!
+//! ```toml
+//! name = "quickstart"                 # optional
+//! description = "…"                   # optional
+//! seeds = [0, 1, 2]                   # non-negative integers, non-empty, distinct
+//! label_fractions = [0.01, 0.1, 1.0]  # each in (0, 1], non-empty, distinct
+//! calibrators = ["none", "temperature"]   # names::CALIBRATORS, non-empty, distinct
+//!
+//! [[encoders]]                        # non-empty
+//! name = "scratch"                    # optional; default: the last path component of `source`
+//! source = "checkpoints/scratch"      # a local path (must exist) or `hf:org/model`
+//! datasets = ["derm"]                 # optional: the datasets it has an interface for (default: all)
+//!
+//! [[datasets]]                        # non-empty
+//! name = "derm"                       # optional; default: synth suite name or file stem of the location
+//! spec = "synth:derm?n=600"           # a calibra-data dataset SPEC
+//! shift = [{ name = "chest-b", spec = "synth:chest-site-b" }]   # optional shift targets
+//!
+//! [perturbations]                     # optional; absent = clean test split only
+//! names = ["gaussian-blur", "jpeg"]   # names::PERTURBATIONS
+//! severities = [1, 2, 3]              # each in 1..=names::MAX_SEVERITY
+//! label_fractions = [1.0]             # optional: only fits at these fractions get perturbed slots
+//!
+//! [split]                             # optional; defaults shown
+//! train = 0.7
+//! calibration = 0.15
+//! test = 0.15
+//! seed = 0
+//!
+//! [regimes.frozen]                    # at least one regime
+//! probes = ["logistic", "knn"]        # names::PROBES
+//! layers = [0.5, 1.0]                 # fractions of the encoder's blocks, (0, 1]; default [1.0]
+//! # every regime also takes: encoders = ["scratch"] (default: all) and label_fractions = [...]
+//! # (default: the top-level list)
+//!
+//! [regimes.lora]
+//! r = 8
+//! alpha = 16.0
+//! dropout = 0.1                       # [0, 1)
+//! lr = 1e-4                           # > 0
+//! epochs = 5                          # >= 1
+//! targets = ["query", "value"]        # names::LORA_TARGETS
+//!
+//! [regimes.coop]
+//! n_ctx = 4
+//! ctx_init = "a photo of a"           # optional
+//! csc = false                         # class-specific contexts
+//! class_position = "end"              # names::COOP_CLASS_POSITIONS
+//! epochs = 10
+//! lr = 2e-3
+//!
+//! [regimes.full]
+//! lr = 1e-5
+//! epochs = 3
+//!
+//! [regimes.zero-shot]
+//! templates = ["a photo of a {}."]     # each contains `{}` (the class name)
+//!
+//! [[losses]]                          # the adapted regimes (lora, coop, full) need >= 1 loss each
+//! name = "mcm"                        # names::LOSSES
+//! label = "mcm"                       # optional; the record's `probe` field; default: `name`
+//! args = { alpha = 0.5, beta = 1.0 }  # exactly the loss's arguments (names::LOSSES)
+//! regimes = ["coop"]                  # optional; default: every adapted regime of the recipe
+//!
+//! [evaluator]                         # optional: what `calibra report` passes to the evaluator
+//! reference = "ref.json"              # optional saved reference
+//! bootstrap = 1000                    # replicates (0 = none); default 10000
+//! seed = 0
+//! weights = [0.60, 0.25, 0.15]        # optional α_D, α_S, α_W
+//! axis_weights = [0.25, 0.25, 0.25, 0.25]   # optional
+//! robustness = "with-shift"           # or "corruption-only"
+//! regime = "frozen"                   # the regime whose runs define the axes
+//!
+//! [cost]                              # optional: the dry-run cost model (see crate::cost)
+//! pass_seconds = 2.0                  # seconds of one encoder forward pass over one test split
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use calibra_crs::Regime;
+use serde::{Deserialize, Serialize};
+
+use crate::error::RunError;
+use crate::locate::{KeyPath, line_of, line_of_path, path_at};
+use crate::names;
+
+/// One encoder of the study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncoderEntry {
+    /// Name written in run records (default: derived from `source`, see [`EncoderEntry::display_name`]).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A local path (`checkpoints/<name>`, any directory in Hugging Face layout) or `hf:org/model`.
+    pub source: String,
+    /// Dataset names this encoder has an interface for (default: all). A cell left out is missing,
+    /// never imputed (e.g. a chest-only encoder has no fundus cell).
+    #[serde(default)]
+    pub datasets: Option<Vec<String>>,
+}
+
+impl EncoderEntry {
+    /// The explicit name, else `org/model` of an `hf:` id, else the last path component.
+    pub fn display_name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        if let Some(id) = self.source.strip_prefix("hf:") {
+            return id.to_string();
+        }
+        last_component(&self.source)
+    }
+
+    /// Whether the source is a Hugging Face hub id (not a local path).
+    pub fn is_hub_id(&self) -> bool {
+        self.source.starts_with("hf:")
+    }
+}
+
+fn last_component(path: &str) -> String {
+    let trimmed = path.trim_end_matches(['/', '\\']);
+    let base = Path::new(trimmed).file_stem().map(|s| s.to_string_lossy().to_string());
+    base.filter(|s| !s.is_empty()).unwrap_or_else(|| trimmed.to_string())
+}
+
+/// A shift target: a dataset predicted by the model trained on its parent dataset, without retraining.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShiftEntry {
+    /// Name written in the record's condition (default: derived from `spec` as for datasets).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A calibra-data dataset SPEC.
+    pub spec: String,
+}
+
+impl ShiftEntry {
+    /// The explicit name or the default derived from the spec.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| spec_default_name(&self.spec))
+    }
+}
+
+/// One dataset of the study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetEntry {
+    /// Name written in run records (default: the synthetic suite, or the location's file stem).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A calibra-data dataset SPEC (`synth:derm`, `isic2019:/data/isic`, ...).
+    pub spec: String,
+    /// Shift targets.
+    #[serde(default)]
+    pub shift: Vec<ShiftEntry>,
+}
+
+impl DatasetEntry {
+    /// The explicit name or the default derived from the spec.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| spec_default_name(&self.spec))
+    }
+}
+
+/// `synth:derm?n=10` → `derm`; `isic2019:/data/isic` → `isic`; `medmnist:/d/chestmnist.npz` →
+/// `chestmnist`.
+fn spec_default_name(spec: &str) -> String {
+    let rest = spec.split_once(':').map_or(spec, |(_, r)| r);
+    let location = rest.split_once('?').map_or(rest, |(l, _)| l);
+    last_component(location)
+}
+
+/// Perturbation conditions: every name at every severity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perturbations {
+    pub names: Vec<String>,
+    pub severities: Vec<u32>,
+    /// Label fractions whose fits are also tested under perturbation (default: every fraction).
+    #[serde(default)]
+    pub label_fractions: Option<Vec<f64>>,
+}
+
+/// The train / calibration / test split (fixed across seeds; seeds vary the fit and the label subset).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitSettings {
+    #[serde(default = "default_train")]
+    pub train: f64,
+    #[serde(default = "default_held_out")]
+    pub calibration: f64,
+    #[serde(default = "default_held_out")]
+    pub test: f64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_train() -> f64 {
+    0.70
+}
+fn default_held_out() -> f64 {
+    0.15
+}
+
+impl Default for SplitSettings {
+    fn default() -> Self {
+        SplitSettings {
+            train: default_train(),
+            calibration: default_held_out(),
+            test: default_held_out(),
+            seed: 0,
+        }
+    }
+}
+
+/// The filters every trained regime accepts (`encoders`, `label_fractions`), viewed together.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RegimeScope<'a> {
+    /// Encoder names this regime runs on (`None`: all).
+    pub encoders: Option<&'a [String]>,
+    /// Label fractions of this regime (`None`: the recipe's list).
+    pub label_fractions: Option<&'a [f64]>,
+}
+
+/// `[regimes.frozen]`: probes on frozen features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrozenRegime {
+    pub probes: Vec<String>,
+    /// Feature depth as fractions of the encoder's blocks (1.0 = the last block).
+    #[serde(default = "default_layers")]
+    pub layers: Vec<f64>,
+    /// Encoder names this regime runs on (default: all).
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+    /// Label fractions of this regime (default: the recipe's list).
+    #[serde(default)]
+    pub label_fractions: Option<Vec<f64>>,
+}
+
+fn default_layers() -> Vec<f64> {
+    vec![1.0]
+}
+
+/// `[regimes.lora]`: low-rank adaptation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraRegime {
+    pub r: u32,
+    pub alpha: f64,
+    pub dropout: f64,
+    pub lr: f64,
+    pub epochs: u32,
+    pub targets: Vec<String>,
+    /// Encoder names this regime runs on (default: all).
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+    /// Label fractions of this regime (default: the recipe's list).
+    #[serde(default)]
+    pub label_fractions: Option<Vec<f64>>,
+}
+
+/// `[regimes.coop]`: context optimisation on a CLIP-style encoder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoopRegime {
+    pub n_ctx: u32,
+    #[serde(default)]
+    pub ctx_init: Option<String>,
+    #[serde(default)]
+    pub csc: bool,
+    #[serde(default = "default_class_position")]
+    pub class_position: String,
+    pub epochs: u32,
+    pub lr: f64,
+    /// Encoder names this regime runs on (default: all).
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+    /// Label fractions of this regime (default: the recipe's list).
+    #[serde(default)]
+    pub label_fractions: Option<Vec<f64>>,
+}
+
+fn default_class_position() -> String {
+    "end".to_string()
+}
+
+/// `[regimes.full]`: full fine-tuning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FullRegime {
+    pub lr: f64,
+    pub epochs: u32,
+    /// Encoder names this regime runs on (default: all).
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+    /// Label fractions of this regime (default: the recipe's list).
+    #[serde(default)]
+    pub label_fractions: Option<Vec<f64>>,
+}
+
+/// `[regimes.zero-shot]`: prompted prediction, no training (label fraction is always 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZeroShotRegime {
+    pub templates: Vec<String>,
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+}
+
+macro_rules! scoped {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The regime's encoder and label-fraction filters.
+            pub fn scope(&self) -> RegimeScope<'_> {
+                RegimeScope { encoders: self.encoders.as_deref(), label_fractions: self.label_fractions.as_deref() }
+            }
+        }
+    )*};
+}
+scoped!(FrozenRegime, LoraRegime, CoopRegime, FullRegime);
+
+/// `[regimes]`: at least one must be present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regimes {
+    #[serde(default)]
+    pub frozen: Option<FrozenRegime>,
+    #[serde(default)]
+    pub lora: Option<LoraRegime>,
+    #[serde(default)]
+    pub coop: Option<CoopRegime>,
+    #[serde(default)]
+    pub full: Option<FullRegime>,
+    #[serde(default, rename = "zero-shot")]
+    pub zero_shot: Option<ZeroShotRegime>,
+}
+
+/// `[[losses]]`: a training loss of the adapted regimes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossEntry {
+    pub name: String,
+    /// The record's `probe` field (default: `name`); labels must be unique per regime.
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub args: BTreeMap<String, f64>,
+    /// Adapted regimes this loss trains (default: every adapted regime of the recipe).
+    #[serde(default)]
+    pub regimes: Option<Vec<String>>,
+}
+
+impl LossEntry {
+    /// The explicit label or the name.
+    pub fn display_label(&self) -> String {
+        self.label.clone().unwrap_or_else(|| self.name.clone())
+    }
+
+    /// Whether this loss trains regime `regime` (an adapted regime).
+    pub fn applies_to(&self, regime: Regime) -> bool {
+        self.regimes.as_ref().is_none_or(|list| list.iter().any(|r| r == regime.name()))
+    }
+}
+
+/// `[evaluator]`: the settings `calibra report` passes to the evaluator. They do not affect fits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluatorSettings {
+    #[serde(default)]
+    pub reference: Option<String>,
+    #[serde(default = "default_bootstrap")]
+    pub bootstrap: usize,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub weights: Option<[f64; 3]>,
+    #[serde(default)]
+    pub axis_weights: Option<[f64; 4]>,
+    #[serde(default = "default_robustness")]
+    pub robustness: String,
+    #[serde(default = "default_regime")]
+    pub regime: String,
+}
+
+fn default_bootstrap() -> usize {
+    10_000
+}
+fn default_robustness() -> String {
+    "with-shift".to_string()
+}
+fn default_regime() -> String {
+    "frozen".to_string()
+}
+
+impl Default for EvaluatorSettings {
+    fn default() -> Self {
+        EvaluatorSettings {
+            reference: None,
+            bootstrap: default_bootstrap(),
+            seed: 0,
+            weights: None,
+            axis_weights: None,
+            robustness: default_robustness(),
+            regime: default_regime(),
+        }
+    }
+}
+
+/// `[cost]`: the dry-run cost model's one calibration constant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostSettings {
+    /// Seconds of one encoder forward pass over one test split (the cost unit); when absent the dry run
+    /// reports units only.
+    #[serde(default)]
+    pub pass_seconds: Option<f64>,
+}
+
+/// A whole recipe, as written (see the module docs for the schema).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub seeds: Vec<u64>,
+    pub label_fractions: Vec<f64>,
+    pub calibrators: Vec<String>,
+    pub encoders: Vec<EncoderEntry>,
+    pub datasets: Vec<DatasetEntry>,
+    #[serde(default)]
+    pub perturbations: Option<Perturbations>,
+    #[serde(default)]
+    pub split: Option<SplitSettings>,
+    pub regimes: Regimes,
+    #[serde(default)]
+    pub losses: Vec<LossEntry>,
+    #[serde(default)]
+    pub evaluator: Option<EvaluatorSettings>,
+    #[serde(default)]
+    pub cost: Option<CostSettings>,
+}
+
+/// What validation checks beyond the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidationOptions {
+    /// Check that local encoder paths, dataset locations and the evaluator reference exist
+    /// (`--no-check-paths` turns this off, e.g. to dry-run a recipe for data you have not downloaded).
+    pub check_paths: bool,
+}
+
+impl Default for ValidationOptions {
+    fn default() -> Self {
+        ValidationOptions { check_paths: true }
+    }
+}
+
+/// One validation problem: the key path and the message.
+struct Problem {
+    path: KeyPath,
+    message: String,
+}
+
+impl Recipe {
+    /// Reads and validates the recipe file at `path`.
+    pub fn load(path: &Path, options: ValidationOptions) -> Result<Recipe, RunError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read the recipe", e))?;
+        Recipe::parse(&text, &path.display().to_string(), options)
+    }
+
+    /// Parses and validates recipe text; `source` names it in errors. Every validation problem is
+    /// reported (with its key and line), not only the first.
+    pub fn parse(text: &str, source: &str, options: ValidationOptions) -> Result<Recipe, RunError> {
+        let recipe: Recipe = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            // An unknown key's message names it; for other errors, name the key the span falls in.
+            let key =
+                e.span().and_then(|s| path_at(text, s.start)).map(|p| p.to_string()).unwrap_or_default();
+            RunError::Recipe { file: source.to_string(), line, key, message: e.message().trim().to_string() }
+        })?;
+        let problems = recipe.problems(options);
+        if problems.is_empty() {
+            return Ok(recipe);
+        }
+        let mut errors: Vec<RunError> = problems
+            .into_iter()
+            .map(|p| RunError::Recipe {
+                file: source.to_string(),
+                line: line_of_path(text, &p.path),
+                key: p.path.to_string(),
+                message: p.message,
+            })
+            .collect();
+        if errors.len() == 1 { Err(errors.remove(0)) } else { Err(RunError::RecipeProblems(errors)) }
+    }
+
+    /// The split (explicit or default).
+    pub fn split(&self) -> SplitSettings {
+        self.split.clone().unwrap_or_default()
+    }
+
+    /// The evaluator settings (explicit or default).
+    pub fn evaluator(&self) -> EvaluatorSettings {
+        self.evaluator.clone().unwrap_or_default()
+    }
+
+    /// The adapted regimes present in the recipe (those that train with a loss).
+    pub fn adapted_regimes(&self) -> Vec<Regime> {
+        let r = &self.regimes;
+        [(r.lora.is_some(), Regime::Lora), (r.coop.is_some(), Regime::Coop), (r.full.is_some(), Regime::Full)]
+            .into_iter()
+            .filter_map(|(present, regime)| present.then_some(regime))
+            .collect()
+    }
+
+    fn problems(&self, options: ValidationOptions) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let root = KeyPath::root();
+        let mut problem = |path: KeyPath, message: String| out.push(Problem { path, message });
+
+        // Top-level lists.
+        non_empty_distinct(&mut problem, &root.key("seeds"), &self.seeds);
+        check_fractions(&mut problem, &root.key("label_fractions"), &self.label_fractions, "label fraction");
+        non_empty_distinct(&mut problem, &root.key("calibrators"), &self.calibrators);
+        for (i, c) in self.calibrators.iter().enumerate() {
+            if !names::is_known(names::CALIBRATORS, c) {
+                problem(
+                    root.key("calibrators").index(i),
+                    format!("unknown calibrator `{c}`; expected one of {}", names::CALIBRATORS.join(", ")),
+                );
+            }
+        }
+
+        // Encoders.
+        if self.encoders.is_empty() {
+            problem(root.key("encoders"), "at least one [[encoders]] entry is required".into());
+        }
+        let mut seen = BTreeMap::new();
+        for (i, e) in self.encoders.iter().enumerate() {
+            let at = root.key("encoders").index(i);
+            let name = e.display_name();
+            if name.trim().is_empty() {
+                problem(at.key("name"), "the encoder name is empty".into());
+            }
+            if let Some(first) = seen.insert(name.clone(), i) {
+                problem(at.key("name"), format!("encoder name `{name}` is also used by encoders[{first}]"));
+            }
+            if e.is_hub_id() {
+                let id = &e.source[3..];
+                if id.is_empty() || id.contains(char::is_whitespace) {
+                    problem(
+                        at.key("source"),
+                        format!("`{}` is not a Hugging Face id (hf:org/model)", e.source),
+                    );
+                }
+            } else if e.source.trim().is_empty() {
+                problem(at.key("source"), "the encoder source is empty".into());
+            } else if options.check_paths && !Path::new(&e.source).exists() {
+                problem(
+                    at.key("source"),
+                    format!(
+                        "local encoder `{}` does not exist (relative paths are resolved against the \
+                         working directory; use `hf:org/model` for a hub id, or --no-check-paths)",
+                        e.source
+                    ),
+                );
+            }
+        }
+
+        // Datasets.
+        if self.datasets.is_empty() {
+            problem(root.key("datasets"), "at least one [[datasets]] entry is required".into());
+        }
+        let mut seen = BTreeMap::new();
+        for (i, d) in self.datasets.iter().enumerate() {
+            let at = root.key("datasets").index(i);
+            check_spec(&mut problem, &at.key("spec"), &d.spec, options);
+            let name = d.display_name();
+            if let Some(first) = seen.insert(name.clone(), i) {
+                problem(at.key("name"), format!("dataset name `{name}` is also used by datasets[{first}]"));
+            }
+            let mut targets = BTreeSet::new();
+            for (j, s) in d.shift.iter().enumerate() {
+                check_spec(&mut problem, &at.key("shift").index(j).key("spec"), &s.spec, options);
+                if !targets.insert(s.display_name()) {
+                    problem(
+                        at.key("shift").index(j),
+                        format!("shift target `{}` is listed twice for this dataset", s.display_name()),
+                    );
+                }
+            }
+        }
+
+        let dataset_names: BTreeSet<String> = self.datasets.iter().map(DatasetEntry::display_name).collect();
+        for (i, e) in self.encoders.iter().enumerate() {
+            let Some(list) = &e.datasets else { continue };
+            let at = root.key("encoders").index(i).key("datasets");
+            non_empty_distinct(&mut problem, &at, list);
+            for (j, name) in list.iter().enumerate() {
+                if !dataset_names.contains(name) {
+                    problem(
+                        at.index(j),
+                        format!(
+                            "`{name}` is not a dataset of this recipe; expected one of {}",
+                            dataset_names.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+
+        // Perturbations.
+        if let Some(p) = &self.perturbations {
+            let at = root.key("perturbations");
+            non_empty_distinct(&mut problem, &at.key("names"), &p.names);
+            for (i, n) in p.names.iter().enumerate() {
+                if !names::is_known(names::PERTURBATIONS, n) {
+                    problem(
+                        at.key("names").index(i),
+                        format!(
+                            "unknown perturbation `{n}`; expected one of {}",
+                            names::PERTURBATIONS.join(", ")
+                        ),
+                    );
+                }
+            }
+            if let Some(f) = &p.label_fractions {
+                check_fractions(&mut problem, &at.key("label_fractions"), f, "label fraction");
+            }
+            non_empty_distinct(&mut problem, &at.key("severities"), &p.severities);
+            for (i, s) in p.severities.iter().enumerate() {
+                if !(1..=names::MAX_SEVERITY).contains(s) {
+                    problem(
+                        at.key("severities").index(i),
+                        format!("severity {s} is outside 1..={}", names::MAX_SEVERITY),
+                    );
+                }
+            }
+        }
+
+        // Split.
+        if let Some(s) = &self.split {
+            let at = root.key("split");
+            for (key, v) in [("train", s.train), ("calibration", s.calibration), ("test", s.test)] {
+                if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                    problem(at.key(key), format!("{v} is not a proportion in [0, 1]"));
+                }
+            }
+            if s.train <= 0.0 || s.test <= 0.0 {
+                problem(at.clone(), "train and test proportions must be positive".into());
+            }
+            let total = s.train + s.calibration + s.test;
+            if (total - 1.0).abs() > 1e-9 {
+                problem(at, format!("train + calibration + test = {total}, expected 1"));
+            }
+        }
+
+        // Regimes.
+        let at = root.key("regimes");
+        let r = &self.regimes;
+        if r.frozen.is_none()
+            && r.lora.is_none()
+            && r.coop.is_none()
+            && r.full.is_none()
+            && r.zero_shot.is_none()
+        {
+            problem(
+                at.clone(),
+                "at least one regime is required: [regimes.frozen], .lora, .coop, .full or .zero-shot".into(),
+            );
+        }
+        let encoder_names: BTreeSet<String> = self.encoders.iter().map(EncoderEntry::display_name).collect();
+        let scope = |problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, s: RegimeScope<'_>| {
+            check_scope_encoders(problem, at, s.encoders, &encoder_names);
+            if let Some(f) = s.label_fractions {
+                check_fractions(problem, &at.key("label_fractions"), f, "label fraction");
+            }
+        };
+        if let Some(f) = &r.frozen {
+            let at = at.key("frozen");
+            non_empty_distinct(&mut problem, &at.key("probes"), &f.probes);
+            for (i, p) in f.probes.iter().enumerate() {
+                if !names::is_known(names::PROBES, p) {
+                    problem(
+                        at.key("probes").index(i),
+                        format!("unknown probe `{p}`; expected one of {}", names::PROBES.join(", ")),
+                    );
+                }
+            }
+            check_fractions(&mut problem, &at.key("layers"), &f.layers, "layer fraction");
+            scope(&mut problem, &at, f.scope());
+        }
+        if let Some(l) = &r.lora {
+            let at = at.key("lora");
+            if l.r == 0 {
+                problem(at.key("r"), "the LoRA rank must be >= 1".into());
+            }
+            positive(&mut problem, &at.key("alpha"), l.alpha);
+            positive(&mut problem, &at.key("lr"), l.lr);
+            if !(l.dropout.is_finite() && (0.0..1.0).contains(&l.dropout)) {
+                problem(at.key("dropout"), format!("{} is not a dropout probability in [0, 1)", l.dropout));
+            }
+            if l.epochs == 0 {
+                problem(at.key("epochs"), "epochs must be >= 1".into());
+            }
+            non_empty_distinct(&mut problem, &at.key("targets"), &l.targets);
+            for (i, t) in l.targets.iter().enumerate() {
+                if !names::is_known(names::LORA_TARGETS, t) {
+                    problem(
+                        at.key("targets").index(i),
+                        format!(
+                            "unknown LoRA target `{t}`; expected one of {}",
+                            names::LORA_TARGETS.join(", ")
+                        ),
+                    );
+                }
+            }
+            scope(&mut problem, &at, l.scope());
+        }
+        if let Some(c) = &r.coop {
+            let at = at.key("coop");
+            if c.n_ctx == 0 {
+                problem(at.key("n_ctx"), "n_ctx must be >= 1".into());
+            }
+            if !names::is_known(names::COOP_CLASS_POSITIONS, &c.class_position) {
+                problem(
+                    at.key("class_position"),
+                    format!(
+                        "unknown class position `{}`; expected one of {}",
+                        c.class_position,
+                        names::COOP_CLASS_POSITIONS.join(", ")
+                    ),
+                );
+            }
+            if c.epochs == 0 {
+                problem(at.key("epochs"), "epochs must be >= 1".into());
+            }
+            positive(&mut problem, &at.key("lr"), c.lr);
+            scope(&mut problem, &at, c.scope());
+        }
+        if let Some(f) = &r.full {
+            let at = at.key("full");
+            positive(&mut problem, &at.key("lr"), f.lr);
+            if f.epochs == 0 {
+                problem(at.key("epochs"), "epochs must be >= 1".into());
+            }
+            scope(&mut problem, &at, f.scope());
+        }
+        if let Some(z) = &r.zero_shot {
+            let at = at.key("zero-shot");
+            non_empty_distinct(&mut problem, &at.key("templates"), &z.templates);
+            for (i, t) in z.templates.iter().enumerate() {
+                if !t.contains("{}") {
+                    problem(
+                        at.key("templates").index(i),
+                        format!("template `{t}` has no `{{}}` for the class name"),
+                    );
+                }
+            }
+            check_scope_encoders(&mut problem, &at, z.encoders.as_deref(), &encoder_names);
+        }
+
+        // Losses.
+        let adapted = self.adapted_regimes();
+        let mut labels: BTreeMap<(Regime, String), usize> = BTreeMap::new();
+        for (i, l) in self.losses.iter().enumerate() {
+            let at = root.key("losses").index(i);
+            match names::loss_args(&l.name) {
+                None => problem(
+                    at.key("name"),
+                    format!(
+                        "unknown loss `{}`; expected one of {}",
+                        l.name,
+                        names::LOSSES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    ),
+                ),
+                Some(expected) => {
+                    for (arg, v) in &l.args {
+                        if !expected.contains(&arg.as_str()) {
+                            problem(
+                                at.key("args").key(arg),
+                                format!(
+                                    "loss `{}` takes no argument `{arg}`; its arguments: {}",
+                                    l.name,
+                                    if expected.is_empty() { "none".into() } else { expected.join(", ") }
+                                ),
+                            );
+                        } else if !v.is_finite() {
+                            problem(at.key("args").key(arg), format!("{v} is not a finite number"));
+                        }
+                    }
+                    for arg in expected.iter().filter(|a| !l.args.contains_key(**a)) {
+                        problem(at.key("args"), format!("loss `{}` needs the argument `{arg}`", l.name));
+                    }
+                }
+            }
+            if let Some(list) = &l.regimes {
+                if list.is_empty() {
+                    problem(
+                        at.key("regimes"),
+                        "the list is empty (omit it to train every adapted regime)".into(),
+                    );
+                }
+                for (j, name) in list.iter().enumerate() {
+                    if !adapted.iter().any(|r| r.name() == name) {
+                        problem(
+                            at.key("regimes").index(j),
+                            format!(
+                                "`{name}` is not an adapted regime of this recipe; expected one of {}",
+                                if adapted.is_empty() {
+                                    "(none: add [regimes.lora], .coop or .full)".to_string()
+                                } else {
+                                    adapted.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+                                }
+                            ),
+                        );
+                    }
+                }
+            }
+            for regime in adapted.iter().copied().filter(|r| l.applies_to(*r)) {
+                if let Some(first) = labels.insert((regime, l.display_label()), i) {
+                    problem(
+                        at.clone(),
+                        format!(
+                            "loss label `{}` is also used by losses[{first}] in regime {regime}; give one a \
+                             distinct `label`",
+                            l.display_label()
+                        ),
+                    );
+                }
+            }
+        }
+        if !self.losses.is_empty() && adapted.is_empty() {
+            problem(
+                root.key("losses"),
+                "losses are given but no adapted regime (lora, coop, full) is".into(),
+            );
+        }
+        for regime in &adapted {
+            if !self.losses.iter().any(|l| l.applies_to(*regime)) {
+                problem(
+                    root.key("regimes").key(regime.name()),
+                    format!("regime {regime} trains with a loss, but no [[losses]] entry applies to it"),
+                );
+            }
+        }
+
+        // Evaluator.
+        if let Some(e) = &self.evaluator {
+            let at = root.key("evaluator");
+            if let Some(reference) = &e.reference
+                && options.check_paths
+                && !Path::new(reference).is_file()
+            {
+                problem(at.key("reference"), format!("reference file `{reference}` does not exist"));
+            }
+            if let Some(w) = e.weights {
+                check_weights(&mut problem, &at.key("weights"), &w);
+            }
+            if let Some(w) = e.axis_weights {
+                check_weights(&mut problem, &at.key("axis_weights"), &w);
+            }
+            if !["with-shift", "corruption-only"].contains(&e.robustness.as_str()) {
+                problem(
+                    at.key("robustness"),
+                    format!("`{}` is not `with-shift` or `corruption-only`", e.robustness),
+                );
+            }
+            if !["frozen", "lora", "coop", "full", "zero-shot"].contains(&e.regime.as_str()) {
+                problem(at.key("regime"), format!("`{}` is not a regime", e.regime));
+            }
+        }
+        if let Some(c) = &self.cost
+            && let Some(s) = c.pass_seconds
+            && !(s.is_finite() && s > 0.0)
+        {
+            problem(root.key("cost").key("pass_seconds"), format!("{s} is not a positive number of seconds"));
+        }
+        out
+    }
+}
+
+fn non_empty_distinct<T: PartialEq + std::fmt::Debug>(
+    problem: &mut dyn FnMut(KeyPath, String),
+    at: &KeyPath,
+    list: &[T],
+) {
+    if list.is_empty() {
+        problem(at.clone(), "the list is empty".into());
+    }
+    for (i, v) in list.iter().enumerate() {
+        if list[..i].contains(v) {
+            problem(at.index(i), format!("{v:?} is listed twice"));
+        }
+    }
+}
+
+fn check_fractions(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list: &[f64], what: &str) {
+    non_empty_distinct(problem, at, list);
+    for (i, &f) in list.iter().enumerate() {
+        if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+            problem(at.index(i), format!("{what} {f} is outside (0, 1]"));
+        }
+    }
+}
+
+fn positive(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, v: f64) {
+    if !(v.is_finite() && v > 0.0) {
+        problem(at.clone(), format!("{v} must be a positive number"));
+    }
+}
+
+fn check_weights(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, w: &[f64]) {
+    let sum: f64 = w.iter().sum();
+    if w.iter().any(|x| !x.is_finite() || *x < 0.0) || (sum - 1.0).abs() > 1e-9 {
+        problem(at.clone(), format!("weights {w:?} must be non-negative and sum to 1"));
+    }
+}
+
+fn check_scope_encoders(
+    problem: &mut dyn FnMut(KeyPath, String),
+    at: &KeyPath,
+    list: Option<&[String]>,
+    known: &BTreeSet<String>,
+) {
+    let Some(list) = list else { return };
+    non_empty_distinct(problem, &at.key("encoders"), list);
+    for (i, name) in list.iter().enumerate() {
+        if !known.contains(name) {
+            problem(
+                at.key("encoders").index(i),
+                format!(
+                    "`{name}` is not an encoder of this recipe; expected one of {}",
+                    known.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn check_spec(
+    problem: &mut dyn FnMut(KeyPath, String),
+    at: &KeyPath,
+    spec: &str,
+    options: ValidationOptions,
+) {
+    match calibra_data::DatasetSpec::parse(spec) {
+        Err(e) => problem(at.clone(), e.to_string()),
+        Ok(parsed) => {
+            if parsed.format == calibra_data::DatasetFormat::Synth {
+                if calibra_data::SynthSuite::parse(&parsed.location).is_none() {
+                    problem(at.clone(), format!("unknown synthetic suite `{}`", parsed.location));
+                }
+            } else if options.check_paths && !Path::new(&parsed.location).exists() {
+                problem(
+                    at.clone(),
+                    format!(
+                        "dataset location `{}` does not exist (download it first, or pass --no-check-paths)",
+                        parsed.location
+                    ),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! `calibra run RECIPE --out DIR`: expand a recipe into its grid and run every unfinished fit into the
+//! run store DIR (crash-safe and resumable; see the calibra-run crate docs). `--dry-run` prints the
+//! grid size per regime, the feature passes and the estimated cost without running anything.
+
+use crate::cli::output::{OutputFormat, emit};
+use anyhow::{Context, Result, bail};
+use calibra_run::executor::{Executor, Progress};
+use calibra_run::store::{RunStore, StoreOptions};
+use calibra_run::{FitSpec, Recipe, Shard, ValidationOptions, run_grid, shard_fits, summarize};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The recipe (TOML).
+    #[arg(value_name = "RECIPE.toml")]
+    pub recipe: PathBuf,
+    /// The run store directory (created if needed).
+    #[arg(long, value_name = "DIR", required_unless_present = "dry_run")]
+    pub out: Option<PathBuf>,
+    /// Validate the recipe and print the grid size and estimated cost; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue a run store that already holds finished fits (skips them; reruns failed ones).
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only shard I of N (fits whose key hash mod N == I).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Stop at the first failed fit (default: record it in journal/failures.jsonl and continue).
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Remove the store's lock file first (only when the process named in it is gone).
+    #[arg(long)]
+    pub break_lock: bool,
+    /// Do not check that local encoder paths, dataset locations and the reference exist.
+    #[arg(long)]
+    pub no_check_paths: bool,
+    /// Dry-run summary as a table or as JSON.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    Shard::parse(text).map_err(|e| e.to_string())
+}
+
+/// Progress lines on stderr.
+struct StderrProgress;
+
+impl Progress for StderrProgress {
+    fn fit_started(&mut self, done: usize, total: usize, fit: &FitSpec) {
+        eprintln!("[{}/{total}] {}", done + 1, fit.describe());
+    }
+    fn fit_finished(&mut self, _fit: &FitSpec, records: usize, seconds: f64) {
+        eprintln!("        {records} records in {seconds:.2} s");
+    }
+    fn fit_failed(&mut self, _fit: &FitSpec, error: &str) {
+        eprintln!("        FAILED: {error}");
+    }
+    fn message(&mut self, _fit: &FitSpec, text: &str) {
+        eprintln!("        {text}");
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.recipe)
+        .with_context(|| format!("{}: cannot read the recipe", args.recipe.display()))?;
+    let options = ValidationOptions { check_paths: !args.no_check_paths };
+    let recipe = Recipe::parse(&text, &args.recipe.display().to_string(), options)?;
+    let fits = shard_fits(&recipe, args.shard);
+    if args.dry_run {
+        let summary = summarize(&recipe, &fits);
+        return match args.format {
+            OutputFormat::Json => Ok(emit(&(serde_json::to_string_pretty(&summary)? + "\n"))?),
+            OutputFormat::Table => {
+                let scope = args.shard.map_or(String::new(), |s| format!(" (shard {s})"));
+                Ok(emit(&format!("{}: recipe valid{scope}\n{}", args.recipe.display(), summary.to_text()))?)
+            }
+        };
+    }
+    let out = args.out.as_ref().expect("clap requires --out without --dry-run");
+    let executor = calibra_run::baseline::BaselineExecutor::default();
+    if !out.join("runs.jsonl").exists() {
+        // A fresh store: refuse a grid the executor cannot run before creating anything. (On an
+        // existing store run_grid checks only the unfinished fits.)
+        let unsupported: Vec<String> = fits
+            .iter()
+            .filter_map(|f| executor.supports(f).err().map(|why| format!("{}: {why}", f.describe())))
+            .collect();
+        if !unsupported.is_empty() {
+            return Err(calibra_run::RunError::Unsupported(unsupported).into());
+        }
+    }
+    let mut store = RunStore::open(out, StoreOptions { break_lock: args.break_lock })?;
+    let recovery = store.recovery().clone();
+    if recovery.runs_bytes_cut > 0 || recovery.journal_bytes_cut > 0 {
+        eprintln!(
+            "{}: recovered from an interrupted commit (cut {} bytes of runs.jsonl and {} of the journal; \
+             that fit runs again)",
+            out.display(),
+            recovery.runs_bytes_cut,
+            recovery.journal_bytes_cut
+        );
+    }
+    if store.commit_count() > 0 && !args.resume {
+        bail!(
+            "{}: the run store already holds {} records; pass --resume to continue it (finished fits are \
+             skipped), or choose another --out",
+            out.display(),
+            store.record_count()
+        );
+    }
+    store.save_recipe(&text)?;
+    let summary = run_grid(&recipe, &mut store, &executor, args.shard, args.fail_fast, &mut StderrProgress)?;
+    eprintln!(
+        "{}: {} fits ({} already finished, {} run now, {} failed); {} records written; {} records in the store",
+        out.display(),
+        summary.fits,
+        summary.already_done,
+        summary.completed,
+        summary.failed.len(),
+        summary.records_written,
+        store.record_count()
+    );
+    if !summary.failed.is_empty() {
+        bail!(
+            "{} fit(s) failed (errors in {}); fix the cause and rerun with --resume",
+            summary.failed.len(),
+            out.join("journal/failures.jsonl").display()
+        );
+    }
+    eprintln!("evaluate with: calibra report {}", out.display());
+    Ok(())
+}
