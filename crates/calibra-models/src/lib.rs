@@ -4,6 +4,22 @@
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report) nor on calibra-data.
 #![forbid(unsafe_code)]
 
+pub mod device;
+pub mod error;
+pub mod hf;
+pub mod layers;
+
+pub mod dinov2;
+pub mod encoder;
+pub mod vit;
+
+// LoRA layers and PEFT adapter IO (written by the lead; keep this line).
+pub mod lora;
+
 pub mod clip;
 pub mod siglip;
 pub mod tokenizer;
+
+pub use device::{DeviceKind, parse_device};
+pub use encoder::{Encoder, EncoderModel, EncoderOutput};
+pub use error::{KeyReport, ModelError};

@@ -1,1 +1,15 @@
-//! CLIP vision and text towers (Hugging Face `CLIPModel` numerics).
+//! CLIP vision and text towers (Hugging Face `CLIPModel` numerics), the joint model, the zero-shot
+//! classifier and the CoOp prompt learner.
+
+pub mod keys;
+pub mod model;
+pub mod prompt;
+pub mod text;
+pub mod vision;
+pub mod zero_shot;
+
+pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};
+pub use prompt::{ClassTokenPosition, ContextInit, PromptLearner, PromptLearnerConfig};
+pub use text::{ClipTextConfig, ClipTextTransformer, EotPooling};
+pub use vision::{ClipVisionConfig, ClipVisionTransformer, TowerOutput};
+pub use zero_shot::{MVC_BENCH_TEMPLATES, ZeroShotClassifier, fill_template};

@@ -1,0 +1,291 @@
+//! A loaded image encoder of any supported family, dispatched on `config.json` `model_type`.
+//!
+//! To add a family (CLIP/SigLIP vision towers): add a variant to [`EncoderModel`], an arm to
+//! `load_dir`'s `match model_type`, and arms to the `match self.model` blocks below (marked
+//! "family dispatch"); everything else (`embed`, depth selection, saving) is shared.
+
+use std::path::Path;
+
+use burn::prelude::*;
+use burn::store::{ModuleStore, SafetensorsStore};
+
+use crate::clip::ClipVisionTransformer;
+use crate::clip::keys::clip_vision_keymap;
+use crate::dinov2::{Dinov2, Dinov2Config, dinov2_key_map};
+use crate::error::ModelError;
+use crate::hf::{
+    HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint, save_safetensors,
+};
+use crate::siglip::{SiglipVisionTransformer, siglip_vision_keymap};
+use crate::vit::{Vit, VitConfig, vit_key_map};
+
+/// Outputs of one forward pass of a vision encoder.
+#[derive(Debug, Clone)]
+pub struct EncoderOutput {
+    /// Final token states after the last LayerNorm, `[b, tokens, d]` (HF `last_hidden_state`).
+    pub last_hidden_state: Tensor<3>,
+    /// CLS token of `last_hidden_state`, `[b, d]` (HF DINOv2 `pooler_output`).
+    pub cls: Tensor<2>,
+    /// HF ViT/DeiT tanh pooler output `[b, pooler_size]` when the checkpoint has a pooler.
+    pub pooler_output: Option<Tensor<2>>,
+    /// When requested: embedding output then each block's output, before the final LayerNorm
+    /// (HF `hidden_states`, `num_layers + 1` entries); empty otherwise.
+    pub hidden_states: Vec<Tensor<3>>,
+}
+
+/// The family-specific module.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EncoderModel {
+    /// `model_type` `vit` or `deit`.
+    Vit(Vit),
+    /// `model_type` `dinov2` or `dinov2_with_registers`.
+    Dinov2(Dinov2),
+    /// `model_type` `clip` (the vision tower of a CLIPModel) or `clip_vision_model`.
+    ClipVision(Box<ClipVisionTransformer>),
+    /// `model_type` `siglip` (the vision tower of a SiglipModel) or `siglip_vision_model`.
+    SiglipVision(Box<SiglipVisionTransformer>),
+}
+
+/// Model types [`Encoder::load`] understands.
+pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
+    "vit",
+    "deit",
+    "dinov2",
+    "dinov2_with_registers",
+    "clip",
+    "clip_vision_model",
+    "siglip",
+    "siglip_vision_model",
+];
+
+/// A loaded encoder with its Hugging Face configuration.
+#[derive(Debug)]
+pub struct Encoder {
+    /// The module.
+    pub model: EncoderModel,
+    /// The `config.json` it was built from (written back by [`Encoder::save_pretrained`]).
+    pub config: HfConfig,
+}
+
+impl Encoder {
+    /// Resolves `spec` (a directory, `hf:org/name[@rev]`, or `org/name` in the HF cache; see
+    /// [`resolve_checkpoint`]) and loads it on `device`.
+    pub fn load(spec: &str, device: &Device) -> Result<Self, ModelError> {
+        let ck = resolve_checkpoint(spec)?;
+        Self::load_dir(&ck.dir, device)
+    }
+
+    /// Loads `dir/config.json` + `dir/model.safetensors`, dispatching on `model_type`.
+    pub fn load_dir(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+        let config = read_config(&dir.join("config.json"))?;
+        let weights = dir.join("model.safetensors");
+        let model_type = config.model_type()?;
+        // family dispatch
+        let model = match model_type.as_str() {
+            "vit" | "deit" => {
+                let map = vit_key_map();
+                let keys = SafetensorsStore::from_file(&weights)
+                    .keys()
+                    .map_err(|e| ModelError::Store { path: weights.clone(), message: e.to_string() })?;
+                let has_pooler =
+                    keys.iter().any(|k| !map.is_ignored(k) && map.to_burn(k).starts_with("pooler."));
+                let mut m = VitConfig::from_hf(&config, has_pooler)?.init(device);
+                load_safetensors(&mut m, &weights, &map, &LoadOptions::default())?;
+                EncoderModel::Vit(m)
+            }
+            "dinov2" | "dinov2_with_registers" => {
+                let mut m = Dinov2Config::from_hf(&config)?.init(device);
+                load_safetensors(&mut m, &weights, &dinov2_key_map(), &LoadOptions::default())?;
+                EncoderModel::Dinov2(m)
+            }
+            "clip" | "clip_vision_model" => EncoderModel::ClipVision(Box::new(
+                ClipVisionTransformer::load_with(&config, &weights, device)?.0,
+            )),
+            "siglip" | "siglip_vision_model" => EncoderModel::SiglipVision(Box::new(
+                SiglipVisionTransformer::load_with(&config, &weights, device)?.0,
+            )),
+            other => {
+                return Err(ModelError::UnsupportedModelType {
+                    path: config.path.clone(),
+                    model_type: other.to_string(),
+                    supported: SUPPORTED_MODEL_TYPES.join(", "),
+                });
+            }
+        };
+        Ok(Self { model, config })
+    }
+
+    /// The family's key table.
+    pub fn key_map(&self) -> KeyMap {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(_) => vit_key_map(),
+            EncoderModel::Dinov2(_) => dinov2_key_map(),
+            EncoderModel::ClipVision(_) => clip_vision_keymap().expect("static CLIP key table compiles"),
+            EncoderModel::SiglipVision(_) => {
+                siglip_vision_keymap().expect("static SigLIP key table compiles")
+            }
+        }
+    }
+
+    /// Writes `dir/config.json` (the loaded config, unchanged) and `dir/model.safetensors` in
+    /// the Hugging Face layout (names as `save_pretrained` writes them). Creates `dir`.
+    pub fn save_pretrained(&self, dir: &Path) -> Result<(), ModelError> {
+        std::fs::create_dir_all(dir).map_err(|source| ModelError::Io { path: dir.into(), source })?;
+        let cfg_path = dir.join("config.json");
+        let text = serde_json::to_string_pretty(&self.config.json).expect("a JSON value serialises");
+        std::fs::write(&cfg_path, text + "\n").map_err(|source| ModelError::Io { path: cfg_path, source })?;
+        let weights = dir.join("model.safetensors");
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(m) => save_safetensors(m, &weights, &self.key_map()),
+            EncoderModel::Dinov2(m) => save_safetensors(m, &weights, &self.key_map()),
+            // A joint CLIP/SigLIP config.json would describe both towers while only the vision
+            // weights are written; refuse rather than write a checkpoint that does not reload.
+            EncoderModel::ClipVision(_) | EncoderModel::SiglipVision(_) => {
+                Err(ModelError::UnsupportedModelType {
+                    path: self.config.path.clone(),
+                    model_type: format!("{} (saving a vision tower alone)", self.config.model_type()?),
+                    supported: "vit, deit, dinov2, dinov2_with_registers".into(),
+                })
+            }
+        }
+    }
+
+    /// Forward pass on `images: [b, c, H, W]` (already normalised as the model's image
+    /// processor would).
+    pub fn forward(&self, images: Tensor<4>, collect_hidden: bool) -> Result<EncoderOutput, ModelError> {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(m) => m.forward(images, collect_hidden),
+            EncoderModel::Dinov2(m) => m.forward(images, collect_hidden),
+            EncoderModel::ClipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
+            EncoderModel::SiglipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
+        }
+    }
+
+    /// Number of transformer blocks.
+    pub fn num_layers(&self) -> usize {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(m) => m.blocks.len(),
+            EncoderModel::Dinov2(m) => m.blocks.len(),
+            EncoderModel::ClipVision(m) => m.n_layers(),
+            EncoderModel::SiglipVision(m) => m.n_layers(),
+        }
+    }
+
+    /// The feature a linear probe uses, `[b, d]`: the CLS token after the final LayerNorm
+    /// (HF DINOv2 `pooler_output`; for ViT/DeiT the CLS state, *not* the tanh pooler, which is
+    /// not trained by most pre-training recipes).
+    pub fn embed(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        Ok(self.forward(images, false)?.cls)
+    }
+
+    /// HF `hidden_states`: embedding output then every block output (before the final
+    /// LayerNorm), `num_layers + 1` tensors `[b, tokens, d]`.
+    pub fn hidden_states(&self, images: Tensor<4>) -> Result<Vec<Tensor<3>>, ModelError> {
+        Ok(self.forward(images, true)?.hidden_states)
+    }
+
+    /// Block index for a depth fraction: `round(f · L)` clamped to `1..=L`, where `L` is the
+    /// number of blocks (so 0.25/0.5/0.75/1.0 of 12 blocks → 3/6/9/12). Index `k` refers to
+    /// the output of block `k` (`hidden_states[k]`).
+    ///
+    /// # Panics
+    /// If `fraction` is not in `(0, 1]`.
+    pub fn layer_for_fraction(&self, fraction: f64) -> usize {
+        layer_for_fraction(self.num_layers(), fraction)
+    }
+
+    /// Probe features at several depths, `[b, d]` each: the CLS token of the output of block
+    /// [`Self::layer_for_fraction`]`(f)` with the final LayerNorm applied (as DINOv2's
+    /// `get_intermediate_layers(norm=True)`), so that depth 1.0 equals [`Self::embed`].
+    pub fn embed_at_depths(
+        &self,
+        images: Tensor<4>,
+        fractions: &[f64],
+    ) -> Result<Vec<Tensor<2>>, ModelError> {
+        let hidden = self.hidden_states(images)?;
+        // family dispatch
+        // (CLIP: post-LayerNorm of token 0; SigLIP has no CLS token: its attention-pool head.)
+        let pool = |h: Tensor<3>| match &self.model {
+            EncoderModel::Vit(m) => cls_after(h, |x| m.layernorm.forward(x)),
+            EncoderModel::Dinov2(m) => cls_after(h, |x| m.layernorm.forward(x)),
+            EncoderModel::ClipVision(m) => m.pool_hidden(h),
+            EncoderModel::SiglipVision(m) => m.pool_hidden(h),
+        };
+        Ok(fractions.iter().map(|&f| pool(hidden[self.layer_for_fraction(f)].clone())).collect())
+    }
+}
+
+/// LayerNorm of token 0 of `h: [b, n, d]` → `[b, d]`.
+fn cls_after(h: Tensor<3>, norm: impl Fn(Tensor<3>) -> Tensor<3>) -> Tensor<2> {
+    let [b, _, d] = h.dims();
+    norm(h.narrow(1, 0, 1)).reshape([b, d])
+}
+
+/// A CLIP/SigLIP tower's output in the common form (`cls` = the tower's pooled feature).
+fn tower_output(o: crate::clip::TowerOutput) -> EncoderOutput {
+    EncoderOutput {
+        last_hidden_state: o.last_hidden_state,
+        cls: o.pooled,
+        pooler_output: None,
+        hidden_states: o.hidden_states,
+    }
+}
+
+/// See [`Encoder::layer_for_fraction`].
+///
+/// # Panics
+/// If `fraction` is not in `(0, 1]` or `num_layers == 0`.
+pub fn layer_for_fraction(num_layers: usize, fraction: f64) -> usize {
+    assert!(fraction > 0.0 && fraction <= 1.0, "depth fraction {fraction} is not in (0, 1]");
+    assert!(num_layers > 0, "model has no blocks");
+    ((fraction * num_layers as f64).round() as usize).clamp(1, num_layers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn max_abs_diff(a: Tensor<2>, b: Tensor<2>) -> f32 {
+        (a - b).abs().max().into_data().as_slice::<f32>().unwrap()[0]
+    }
+
+    /// CLIP and SigLIP through the shared dispatch give the towers' own pooled features (verified
+    /// against transformers in the clip/siglip parity tests), and depth 1.0 equals `embed`.
+    #[test]
+    fn clip_and_siglip_arms_pool_like_their_towers() {
+        let device = Device::flex();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        for family in ["clip", "siglip"] {
+            let dir = fixtures.join(family);
+            let encoder = Encoder::load_dir(&dir, &device).unwrap();
+            let config = read_config(&dir.join("config.json")).unwrap();
+            let size = config.json["vision_config"]["image_size"].as_u64().unwrap_or(30) as usize;
+            let n = 2 * 3 * size * size;
+            let pixels: Vec<f32> = (0..n).map(|i| ((i * 7919 % 97) as f32 / 48.0) - 1.0).collect();
+            let images =
+                Tensor::<4>::from_data(burn::tensor::TensorData::new(pixels, [2, 3, size, size]), &device);
+            let tower = match &encoder.model {
+                EncoderModel::ClipVision(m) => m.forward_full(images.clone(), false).unwrap().pooled,
+                EncoderModel::SiglipVision(m) => m.forward_full(images.clone(), false).unwrap().pooled,
+                _ => panic!("{family} loaded as another family"),
+            };
+            let embed = encoder.embed(images.clone()).unwrap();
+            assert_eq!(max_abs_diff(embed.clone(), tower), 0.0, "{family}");
+            let depths = encoder.embed_at_depths(images, &[0.5, 1.0]).unwrap();
+            assert!(max_abs_diff(depths[1].clone(), embed) < 1e-5, "{family}: depth 1.0 must equal embed");
+            assert!(encoder.save_pretrained(&std::env::temp_dir().join("calibra-never-written")).is_err());
+        }
+    }
+
+    #[test]
+    fn depth_fractions_of_twelve_blocks() {
+        let got: Vec<usize> = [0.25, 0.5, 0.75, 1.0].iter().map(|&f| layer_for_fraction(12, f)).collect();
+        assert_eq!(got, vec![3, 6, 9, 12]);
+        assert_eq!(layer_for_fraction(3, 0.01), 1);
+    }
+}

@@ -1,0 +1,13 @@
+//! Hugging Face checkpoint IO: resolving a checkpoint directory (local or HF cache), reading
+//! `config.json`, and loading/saving `model.safetensors` through burn-store with an explicit
+//! per-family key-remapping table.
+
+pub mod config;
+pub mod keymap;
+pub mod load;
+pub mod resolve;
+
+pub use config::{HfConfig, read_config};
+pub use keymap::{KeyMap, KeyRule};
+pub use load::{LoadOptions, WeightLayout, load_safetensors, save_safetensors};
+pub use resolve::{Checkpoint, resolve_checkpoint};

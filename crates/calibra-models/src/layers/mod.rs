@@ -1,0 +1,16 @@
+//! Transformer building blocks shared by every encoder family (ViT/DeiT, DINOv2, CLIP, SigLIP).
+//!
+//! Parameter names inside these modules are the crate's canonical layout; each family maps its
+//! Hugging Face key names onto them with a [`crate::hf::KeyMap`].
+
+pub mod attention;
+pub mod block;
+pub mod mlp;
+pub mod patch;
+pub mod pos_embed;
+
+pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
+pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig};
+pub use mlp::{Activation, Mlp, MlpConfig};
+pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
+pub use pos_embed::interpolate_patch_positions;

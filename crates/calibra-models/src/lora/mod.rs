@@ -1,0 +1,25 @@
+//! LoRA (Hu et al. 2021) in the form Hugging Face PEFT uses, so adapters move between calibra and
+//! PEFT unchanged:
+//!
+//! ```text
+//! y = W₀x + b₀ + s · B (A (dropout(x))),   A ∈ R^{r×in}, B ∈ R^{out×r},
+//! s = lora_alpha / r   (use_rslora: s = lora_alpha / √r)
+//! ```
+//!
+//! Three pieces, as in PEFT: [`LoraConfig`] (the `adapter_config.json` contents and the rules that
+//! pick which modules are wrapped), [`LoraLinear`] (a burn `Linear` with an optional trainable branch,
+//! merge / unmerge), and [`peft`] (adapter directories: `adapter_config.json` +
+//! `adapter_model.safetensors` with PEFT key names and `[r, in]` / `[out, r]` layouts).
+//!
+//! burn 0.22 ships `Module::apply_lora`, a weight reparameterisation: it cannot apply dropout to the
+//! LoRA input only, initialises A from N(0, 1/r) rather than PEFT's Kaiming-uniform, and stores the
+//! factors as `[in, r]` / `[r, out]`. It is therefore not used here.
+
+mod config;
+mod error;
+mod linear;
+pub mod peft;
+
+pub use config::{LoraConfig, LoraInit, TargetModules};
+pub use error::LoraError;
+pub use linear::{BranchSettings, LoraBranch, LoraLinear};
