@@ -28,6 +28,9 @@ enum Command {
     /// Evaluate a run set: metric rows, profiles, CRS with bootstrap intervals, rank comparisons,
     /// stability; writes JSON, CSV and a Markdown report with SVG figures.
     Eval(cli::eval::EvalArgs),
+    /// Embed a dataset split with a frozen encoder into a safetensors feature file (a cache: the same
+    /// encoder, data, split, condition and layers are read back instead of recomputed).
+    Features(cli::features::FeaturesArgs),
     /// Run a recipe's grid into a crash-safe, resumable run store (`--dry-run`: size and cost only).
     Run(cli::run::RunArgs),
     /// Combine run stores (e.g. shards) into one; identical duplicates dropped, conflicts refused.
@@ -55,6 +58,7 @@ fn run(command: Command) -> Result<()> {
         Command::CompareRanks(args) => cli::compare_ranks::run(&args),
         Command::Data(args) => cli::data::run(&args),
         Command::Eval(args) => cli::eval::run(&args),
+        Command::Features(args) => cli::features::run(&args),
         Command::Run(args) => cli::run::run(&args),
         Command::Merge(args) => cli::merge::run(&args),
         Command::Report(args) => cli::report::run(&args),

@@ -5,6 +5,7 @@ pub mod compare_ranks;
 pub mod crs;
 pub mod data;
 pub mod eval;
+pub mod features;
 pub mod merge;
 pub mod metrics;
 pub mod output;

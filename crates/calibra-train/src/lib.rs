@@ -1,5 +1,22 @@
-//! calibra-train: the training losses (CE, label smoothing, focal, MDCA, MbLS, MCM, ZS-Norm, range
-//! penalty), schedules and trainers.
+//! calibra-train: the training losses (CE, label smoothing in both published forms, focal and
+//! FLSD-53, MDCA, MbLS, MCM, ZS-Norm, the zero-shot range penalty, masked multilabel BCE) with a
+//! registry by name, the learning-rate schedules (warmup + cosine as in transformers; Dassl's
+//! constant-warmup cosine), global-norm gradient clipping over burn `GradientsParams`, the training
+//! loop with crash-safe checkpoints (`trainer`), and cached frozen-feature passes (`features`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
+
+pub mod error;
+// Frozen-feature passes and their cache (written by the lead; keep this line).
+pub mod features;
+pub mod grad_clip;
+pub mod losses;
+pub mod schedule;
+// The training loop (written by the lead; keep this line).
+pub mod trainer;
+
+pub use error::TrainError;
+pub use grad_clip::{ClipOutcome, clip_grad_norm};
+pub use losses::{Loss, LossBatch, LossSpec, build_loss, registry};
+pub use schedule::{ConstantWarmupCosine, WarmupCosine};

@@ -1,0 +1,469 @@
+//! Frozen features: one encoder pass per (encoder, dataset, split, condition), stored in a
+//! safetensors file that carries its sample ids, labels and a fingerprint of everything that
+//! determines the numbers. Asking again with the same fingerprint reads the file instead of running
+//! the encoder, so every probe, label fraction and seed of a study shares one pass.
+//!
+//! File layout (`FORMAT_VERSION` 1):
+//!
+//! ```text
+//! tensors   features.<layer>   f32 [n, d]   one per requested depth fraction, e.g. features.0.5
+//!           labels             f32 [n]      class index (single-label tasks), or
+//!                              f32 [n, L]   1 / 0 / NaN = missing (multilabel tasks)
+//! metadata  calibra_features   FORMAT_VERSION
+//!           fingerprint        hex SHA-256 (see `FeatureRequest::fingerprint`)
+//!           ids                JSON list of sample ids, in row order
+//!           classes            JSON list of class / label names
+//!           task               "single" | "multilabel"
+//!           encoder, data, split, condition, layers   what was asked, for people
+//! ```
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use calibra_data::{
+    BadImagePolicy, Dataset, DatasetSpec, LoadOptions, Perturbation, PreprocessConfig, Severity, Split,
+    SplitConfig, Target, decode_samples, load_dataset, perturb, split_dataset,
+};
+use calibra_models::Encoder;
+use calibra_models::hf::resolve_checkpoint;
+use safetensors::{Dtype, SafeTensors};
+use sha2::{Digest, Sha256};
+
+/// Version of the file layout; part of the fingerprint.
+pub const FORMAT_VERSION: &str = "1";
+
+/// Errors of the feature pass, each naming the file or input at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    #[error(transparent)]
+    Data(#[from] calibra_data::DataError),
+    #[error(transparent)]
+    Model(#[from] calibra_models::ModelError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {why}", path.display())]
+    Format { path: PathBuf, why: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FeatureError + '_ {
+    move |source| FeatureError::Io { path: path.to_path_buf(), source }
+}
+
+/// The test condition of a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeatureCondition {
+    Clean,
+    Perturbed { perturbation: Perturbation, severity: Severity },
+}
+
+impl FeatureCondition {
+    /// `clean` or `<perturbation>:<severity>` (e.g. `rician-noise:3`).
+    pub fn parse(text: &str) -> Result<Self, FeatureError> {
+        if text == "clean" {
+            return Ok(FeatureCondition::Clean);
+        }
+        let (name, level) = text.split_once(':').ok_or_else(|| {
+            FeatureError::Invalid(format!(
+                "condition `{text}`: expected `clean` or `<perturbation>:<severity>`"
+            ))
+        })?;
+        let perturbation = Perturbation::parse(name).ok_or_else(|| {
+            FeatureError::Invalid(format!("condition `{text}`: unknown perturbation `{name}` (known: gaussian-blur, jpeg, contrast, rician-noise, fov-crop)"))
+        })?;
+        let level: u8 = level.parse().map_err(|_| {
+            FeatureError::Invalid(format!("condition `{text}`: severity `{level}` is not 1..5"))
+        })?;
+        Ok(FeatureCondition::Perturbed { perturbation, severity: Severity::new(level)? })
+    }
+
+    /// The inverse of [`parse`](Self::parse).
+    pub fn name(&self) -> String {
+        match self {
+            FeatureCondition::Clean => "clean".into(),
+            FeatureCondition::Perturbed { perturbation, severity } => {
+                format!("{}:{}", perturbation.name(), severity.level())
+            }
+        }
+    }
+}
+
+/// What to extract.
+#[derive(Debug, Clone)]
+pub struct FeatureRequest {
+    /// A checkpoint directory, `hf:org/name[@rev]`, or an HF cache id.
+    pub encoder: String,
+    /// A calibra-data spec (`FORMAT:LOCATION?k=v`).
+    pub data: String,
+    pub split: Split,
+    pub split_config: SplitConfig,
+    pub condition: FeatureCondition,
+    /// Depth fractions in (0, 1]: 1.0 = the final representation.
+    pub layers: Vec<f64>,
+    pub batch_size: usize,
+}
+
+/// Features of one pass, in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureSet {
+    pub ids: Vec<String>,
+    pub classes: Vec<String>,
+    pub targets: Vec<Target>,
+    /// `(depth fraction, row-major [n, dim])`, in request order.
+    pub layers: Vec<(f64, Vec<f32>)>,
+    pub dim: usize,
+    pub fingerprint: String,
+}
+
+/// Where a pass's result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeatureSource {
+    Cache,
+    Computed,
+}
+
+/// The prepared inputs of a pass: the loaded dataset, the chosen split, the encoder's checkpoint
+/// directory and its preprocessing. Building it loads the manifest but no image.
+pub struct PreparedPass {
+    pub request: FeatureRequest,
+    pub dataset: Dataset,
+    pub indices: Vec<usize>,
+    pub checkpoint: PathBuf,
+    pub preprocess: PreprocessConfig,
+    pub fingerprint: String,
+}
+
+impl PreparedPass {
+    /// Resolve the encoder, read its preprocessing, load the dataset and the split, and compute the
+    /// fingerprint: SHA-256 over the format version, `config.json`, `model.safetensors` (contents),
+    /// the preprocessing, the data spec, the split and its configuration, the sample ids in order,
+    /// the condition and the layers.
+    pub fn new(request: FeatureRequest) -> Result<Self, FeatureError> {
+        validate_layers(&request.layers)?;
+        if request.batch_size == 0 {
+            return Err(FeatureError::Invalid("batch size must be at least 1".into()));
+        }
+        let checkpoint = resolve_checkpoint(&request.encoder)?.dir;
+        let preprocess = preprocess_for(&checkpoint)?;
+        let spec = DatasetSpec::parse(&request.data)?;
+        let dataset = load_dataset(&spec, &LoadOptions::default())?;
+        let split = split_dataset(&dataset, &request.split_config)?;
+        let indices = split.get(request.split).to_vec();
+        if indices.is_empty() {
+            return Err(FeatureError::Invalid(format!(
+                "dataset `{}`: the {} split is empty",
+                request.data,
+                request.split.name()
+            )));
+        }
+        let mut h = Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part(b"calibra-features");
+        part(FORMAT_VERSION.as_bytes());
+        for file in ["config.json", "model.safetensors"] {
+            let path = checkpoint.join(file);
+            part(&sha256_file(&path)?);
+        }
+        part(format!("{preprocess:?}").as_bytes());
+        part(request.data.as_bytes());
+        part(request.split.name().as_bytes());
+        part(format!("{:?}", request.split_config).as_bytes());
+        for &i in &indices {
+            part(dataset.samples[i].id.as_bytes());
+        }
+        part(request.condition.name().as_bytes());
+        part(format!("{:?}", request.layers).as_bytes());
+        let fingerprint = hex(&h.finalize());
+        Ok(PreparedPass { request, dataset, indices, checkpoint, preprocess, fingerprint })
+    }
+
+    /// Run the encoder over the split in batches, calling `progress(done, total)` after each batch.
+    pub fn compute(
+        &self,
+        device: &Device,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<FeatureSet, FeatureError> {
+        let encoder = Encoder::load_dir(&self.checkpoint, device)?;
+        let total = self.indices.len();
+        let mut layers: Vec<(f64, Vec<f32>)> = self.request.layers.iter().map(|&f| (f, Vec::new())).collect();
+        let mut dim = 0;
+        let mut done = 0;
+        progress(0, total);
+        for chunk in self.indices.chunks(self.request.batch_size) {
+            let condition = self.request.condition;
+            let decoded = decode_samples(&self.dataset, chunk, BadImagePolicy::Fail, |i, image| {
+                let image = match condition {
+                    FeatureCondition::Clean => image,
+                    FeatureCondition::Perturbed { perturbation, severity } => {
+                        perturb(&image, &self.dataset.samples[i].id, perturbation, severity)?
+                    }
+                };
+                Ok(self.preprocess.apply(&image))
+            })?;
+            let first = &decoded.items[0].1;
+            let (c, hgt, w) = (first.channels, first.height, first.width);
+            let mut pixels = Vec::with_capacity(chunk.len() * c * hgt * w);
+            for (_, t) in &decoded.items {
+                pixels.extend_from_slice(&t.data);
+            }
+            let images = Tensor::<4>::from_data(TensorData::new(pixels, [chunk.len(), c, hgt, w]), device);
+            let outputs = encoder.embed_at_depths(images, &self.request.layers)?;
+            for ((_, rows), out) in layers.iter_mut().zip(outputs) {
+                dim = out.dims()[1];
+                let data = out.into_data();
+                rows.extend_from_slice(
+                    data.as_slice::<f32>().map_err(|e| FeatureError::Invalid(format!("{e:?}")))?,
+                );
+            }
+            done += chunk.len();
+            progress(done, total);
+        }
+        Ok(FeatureSet {
+            ids: self.indices.iter().map(|&i| self.dataset.samples[i].id.clone()).collect(),
+            classes: self.dataset.labels.names.clone(),
+            targets: self.indices.iter().map(|&i| self.dataset.samples[i].target.clone()).collect(),
+            layers,
+            dim,
+            fingerprint: self.fingerprint.clone(),
+        })
+    }
+
+    /// Read `out` if it holds this pass's fingerprint, else compute and write it atomically.
+    pub fn cached(
+        &self,
+        out: &Path,
+        device: &Device,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(FeatureSet, FeatureSource), FeatureError> {
+        if out.exists()
+            && let Ok(set) = FeatureSet::read(out)
+            && set.fingerprint == self.fingerprint
+        {
+            return Ok((set, FeatureSource::Cache));
+        }
+        let set = self.compute(device, progress)?;
+        set.write(out, &self.describe())?;
+        Ok((set, FeatureSource::Computed))
+    }
+
+    fn describe(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("encoder", self.request.encoder.clone()),
+            ("data", self.request.data.clone()),
+            ("split", self.request.split.name().to_string()),
+            ("condition", self.request.condition.name()),
+        ]
+    }
+}
+
+fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {
+    if layers.is_empty() {
+        return Err(FeatureError::Invalid("at least one layer fraction is needed (e.g. 1.0)".into()));
+    }
+    for &f in layers {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(FeatureError::Invalid(format!("layer fraction {f} is not in (0, 1]")));
+        }
+    }
+    Ok(())
+}
+
+/// The checkpoint's `preprocessor_config.json` (required: without it the encoder's expected
+/// resolution and normalisation are unknown, and guessing would silently change every number).
+fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureError> {
+    let path = checkpoint.join("preprocessor_config.json");
+    if !path.exists() {
+        return Err(FeatureError::Format {
+            path,
+            why: "missing: the checkpoint must ship its image processor config (resize, crop, mean, std)"
+                .into(),
+        });
+    }
+    Ok(PreprocessConfig::from_hf_file(&path)?)
+}
+
+fn sha256_file(path: &Path) -> Result<Vec<u8>, FeatureError> {
+    let mut file = fs::File::open(path).map_err(io_err(path))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut file, &mut h).map_err(io_err(path))?;
+    Ok(h.finalize().to_vec())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn layer_key(f: f64) -> String {
+    format!("features.{f}")
+}
+
+impl FeatureSet {
+    /// Is this a multilabel feature set?
+    pub fn is_multilabel(&self) -> bool {
+        matches!(self.targets.first(), Some(Target::Labels(_)))
+    }
+
+    /// Rows of the layer at depth fraction `f`, if extracted.
+    pub fn layer(&self, f: f64) -> Option<&[f32]> {
+        self.layers.iter().find(|(g, _)| *g == f).map(|(_, v)| v.as_slice())
+    }
+
+    /// Write to `path` atomically (temporary file in the same directory, synced, renamed).
+    pub fn write(&self, path: &Path, describe: &[(&str, String)]) -> Result<(), FeatureError> {
+        let n = self.ids.len();
+        let mut tensors: Vec<(String, Owned)> = Vec::new();
+        for (f, rows) in &self.layers {
+            tensors.push((layer_key(*f), Owned::f32(vec![n, self.dim], rows)));
+        }
+        let labels: Vec<f32> = match self.targets.first() {
+            Some(Target::Labels(first)) => {
+                let l = first.len();
+                let mut v = Vec::with_capacity(n * l);
+                for t in &self.targets {
+                    let Target::Labels(ls) = t else { unreachable!("one task kind per dataset") };
+                    v.extend(ls.iter().map(|x| match x {
+                        Some(true) => 1.0,
+                        Some(false) => 0.0,
+                        None => f32::NAN,
+                    }));
+                }
+                tensors.push(("labels".into(), Owned::f32(vec![n, l], &v)));
+                v
+            }
+            _ => {
+                let v: Vec<f32> = self
+                    .targets
+                    .iter()
+                    .map(|t| match t {
+                        Target::Class(c) => *c as f32,
+                        Target::Labels(_) => unreachable!("one task kind per dataset"),
+                    })
+                    .collect();
+                tensors.push(("labels".into(), Owned::f32(vec![n], &v)));
+                v
+            }
+        };
+        drop(labels);
+        let mut meta: HashMap<String, String> = HashMap::new();
+        meta.insert("calibra_features".into(), FORMAT_VERSION.into());
+        meta.insert("fingerprint".into(), self.fingerprint.clone());
+        meta.insert("ids".into(), serde_json::to_string(&self.ids).expect("strings serialise"));
+        meta.insert("classes".into(), serde_json::to_string(&self.classes).expect("strings serialise"));
+        meta.insert("task".into(), if self.is_multilabel() { "multilabel" } else { "single" }.into());
+        meta.insert(
+            "layers".into(),
+            serde_json::to_string(&self.layers.iter().map(|l| l.0).collect::<Vec<_>>()).expect("floats"),
+        );
+        for (k, v) in describe {
+            meta.insert((*k).to_string(), v.clone());
+        }
+        let bytes = safetensors::serialize(tensors, Some(meta))
+            .map_err(|e| FeatureError::Format { path: path.to_path_buf(), why: e.to_string() })?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("features");
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
+        file.write_all(&bytes).map_err(io_err(&tmp))?;
+        file.sync_all().map_err(io_err(&tmp))?;
+        drop(file);
+        fs::rename(&tmp, path).map_err(io_err(path))
+    }
+
+    /// Read a file written by [`write`](Self::write), checking its layout.
+    pub fn read(path: &Path) -> Result<FeatureSet, FeatureError> {
+        let bad = |why: String| FeatureError::Format { path: path.to_path_buf(), why };
+        let bytes = fs::read(path).map_err(io_err(path))?;
+        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(e.to_string()))?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        let get = |k: &str| meta.get(k).cloned().ok_or_else(|| bad(format!("metadata key `{k}` is missing")));
+        let version = get("calibra_features")?;
+        if version != FORMAT_VERSION {
+            return Err(bad(format!("format version {version}, this calibra reads {FORMAT_VERSION}")));
+        }
+        let ids: Vec<String> = serde_json::from_str(&get("ids")?).map_err(|e| bad(format!("ids: {e}")))?;
+        let classes: Vec<String> =
+            serde_json::from_str(&get("classes")?).map_err(|e| bad(format!("classes: {e}")))?;
+        let fractions: Vec<f64> =
+            serde_json::from_str(&get("layers")?).map_err(|e| bad(format!("layers: {e}")))?;
+        let multilabel = get("task")? == "multilabel";
+        let file = SafeTensors::deserialize(&bytes).map_err(|e| bad(e.to_string()))?;
+        let n = ids.len();
+        let read_f32 = |name: &str| -> Result<(Vec<usize>, Vec<f32>), FeatureError> {
+            let t = file.tensor(name).map_err(|_| bad(format!("tensor `{name}` is missing")))?;
+            if t.dtype() != Dtype::F32 {
+                return Err(bad(format!("tensor `{name}`: expected F32, found {:?}", t.dtype())));
+            }
+            let v = t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            Ok((t.shape().to_vec(), v))
+        };
+        let mut layers = Vec::new();
+        let mut dim = 0;
+        for f in fractions {
+            let (shape, v) = read_f32(&layer_key(f))?;
+            if shape.len() != 2 || shape[0] != n {
+                return Err(bad(format!("tensor `{}`: shape {shape:?}, expected [{n}, d]", layer_key(f))));
+            }
+            dim = shape[1];
+            layers.push((f, v));
+        }
+        let (shape, labels) = read_f32("labels")?;
+        let targets = if multilabel {
+            if shape.len() != 2 || shape[0] != n {
+                return Err(bad(format!("tensor `labels`: shape {shape:?}, expected [{n}, L]")));
+            }
+            labels
+                .chunks(shape[1])
+                .map(|row| {
+                    Target::Labels(
+                        row.iter().map(|&x| if x.is_nan() { None } else { Some(x > 0.5) }).collect(),
+                    )
+                })
+                .collect()
+        } else {
+            if shape != [n] {
+                return Err(bad(format!("tensor `labels`: shape {shape:?}, expected [{n}]")));
+            }
+            labels.iter().map(|&c| Target::Class(c as usize)).collect()
+        };
+        Ok(FeatureSet { ids, classes, targets, layers, dim, fingerprint: get("fingerprint")? })
+    }
+}
+
+struct Owned {
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl Owned {
+    fn f32(shape: Vec<usize>, v: &[f32]) -> Self {
+        Owned { shape, bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
+    }
+}
+
+impl safetensors::View for Owned {
+    fn dtype(&self) -> Dtype {
+        Dtype::F32
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}

@@ -1,0 +1,352 @@
+//! The training loop shared by LoRA, full fine-tuning and MLP-style heads: AdamW, linear warmup +
+//! cosine decay, global-norm gradient clipping, seeded batch order and dropout, and crash-safe
+//! checkpoints from which a killed run resumes to the same final weights as an uninterrupted one.
+//!
+//! Determinism: the batch order of epoch `e` is a ChaCha20 shuffle seeded by `(seed, e)`, and
+//! burn's random stream (dropout masks) is re-seeded before every step from `(seed, step)`. The
+//! state of a run after step `s` is therefore a function of the recipe, the seed and `s` alone:
+//! a checkpoint holds the weights (burnpack, with their parameter ids), the AdamW moments and `s`,
+//! and nothing else is needed to continue.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::TrainError;
+use crate::grad_clip::clip_grad_norm;
+use crate::losses::{Loss, LossBatch, finite_value};
+use crate::schedule::WarmupCosine;
+
+/// A model trained to classify: preprocessed images `[b, c, h, w]` → logits `[b, K]`.
+pub trait Classifier: Module + Clone {
+    fn logits(&self, images: Tensor<4>) -> Tensor<2>;
+}
+
+/// Errors of the training loop.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainerError {
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("checkpoint {}: {why}", path.display())]
+    Checkpoint { path: PathBuf, why: String },
+    #[error("training config: {0}")]
+    Config(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TrainerError + '_ {
+    move |source| TrainerError::Io { path: path.to_path_buf(), source }
+}
+
+/// Hyper-parameters of a run. Defaults follow CRS-Bench's LoRA recipe (lr 2e-4, 8 epochs) with
+/// torch's AdamW moments (β 0.9 / 0.999, ε 1e-8, weight decay 0.01), 10 % warmup and clipping at 1.0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub beta_1: f64,
+    pub beta_2: f64,
+    pub epsilon: f64,
+    /// Fraction of the total steps spent in linear warmup.
+    pub warmup_ratio: f64,
+    /// Global-norm clipping threshold (`None`: no clipping).
+    pub max_grad_norm: Option<f64>,
+    pub seed: u64,
+    /// Write a checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            epochs: 8,
+            batch_size: 32,
+            lr: 2e-4,
+            weight_decay: 0.01,
+            beta_1: 0.9,
+            beta_2: 0.999,
+            epsilon: 1e-8,
+            warmup_ratio: 0.1,
+            max_grad_norm: Some(1.0),
+            seed: 0,
+            checkpoint_every: 50,
+        }
+    }
+}
+
+impl TrainConfig {
+    fn validate(&self) -> Result<(), TrainerError> {
+        let bad = |m: String| Err(TrainerError::Config(m));
+        if self.epochs == 0 || self.batch_size == 0 {
+            return bad(format!(
+                "epochs ({}) and batch_size ({}) must be >= 1",
+                self.epochs, self.batch_size
+            ));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return bad(format!("lr must be a positive number, got {}", self.lr));
+        }
+        if !(0.0..1.0).contains(&self.warmup_ratio) {
+            return bad(format!("warmup_ratio must be in [0, 1), got {}", self.warmup_ratio));
+        }
+        Ok(())
+    }
+}
+
+/// Preprocessed training images held in memory with one class label each.
+#[derive(Debug, Clone)]
+pub struct TrainSet {
+    /// `[c, h, w]` of every image.
+    pub image_shape: [usize; 3],
+    /// Row-major `n × c·h·w`.
+    pub pixels: Vec<f32>,
+    pub labels: Vec<usize>,
+}
+
+impl TrainSet {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+    fn batch(&self, indices: &[usize], device: &Device) -> (Tensor<4>, Vec<usize>) {
+        let [c, h, w] = self.image_shape;
+        let size = c * h * w;
+        let mut pixels = Vec::with_capacity(indices.len() * size);
+        for &i in indices {
+            pixels.extend_from_slice(&self.pixels[i * size..(i + 1) * size]);
+        }
+        let images = Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device);
+        (images, indices.iter().map(|&i| self.labels[i]).collect())
+    }
+}
+
+/// What one step did, for progress reporting.
+#[derive(Debug, Clone, Copy)]
+pub struct StepReport {
+    pub step: usize,
+    pub total_steps: usize,
+    pub epoch: usize,
+    pub loss: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    pub images: usize,
+}
+
+/// The result of [`train`].
+#[derive(Debug)]
+pub struct TrainOutcome<M> {
+    pub model: M,
+    pub total_steps: usize,
+    /// The step a checkpoint let the run start from (`None`: from scratch).
+    pub resumed_from: Option<usize>,
+    /// Loss of every step, including those before a resume (read from the checkpoint).
+    pub losses: Vec<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CheckpointState {
+    format: u32,
+    step: usize,
+    config: TrainConfig,
+    n_train: usize,
+    losses: Vec<f64>,
+}
+
+const CHECKPOINT: &str = "checkpoint";
+const CHECKPOINT_OLD: &str = "checkpoint.old";
+
+fn mix(seed: u64, x: u64) -> u64 {
+    // SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
+    let mut z = seed ^ x.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The order in which epoch `epoch` visits the training set.
+pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut ChaCha20Rng::seed_from_u64(mix(seed, epoch as u64)));
+    order
+}
+
+/// Train `model` (its trainable parameters: those with `require_grad`) on `data` with `loss`.
+///
+/// `device` must be an autodiff device and `model` must live on it. With `checkpoint_dir`, the run
+/// writes `checkpoint/` there every `checkpoint_every` steps and at the end (atomically: a new
+/// directory is completed, then swapped in), and a run started with an existing checkpoint of the
+/// same config and training-set size continues from it.
+pub fn train<M: Classifier>(
+    model: M,
+    data: &TrainSet,
+    loss: &dyn Loss,
+    config: &TrainConfig,
+    device: &Device,
+    checkpoint_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<TrainOutcome<M>, TrainerError> {
+    config.validate()?;
+    if data.is_empty() {
+        return Err(TrainerError::Config("the training set is empty".into()));
+    }
+    let steps_per_epoch = data.len().div_ceil(config.batch_size);
+    let total_steps = steps_per_epoch * config.epochs;
+    let warmup = (config.warmup_ratio * total_steps as f64).ceil() as usize;
+    let schedule = WarmupCosine::new(config.lr, warmup, total_steps)?;
+    let mut optimizer = AdamWConfig::new()
+        .with_beta_1(config.beta_1 as f32)
+        .with_beta_2(config.beta_2 as f32)
+        .with_epsilon(config.epsilon as f32)
+        .with_weight_decay(config.weight_decay as f32)
+        .init();
+
+    let mut model = model;
+    let mut start = 0;
+    let mut losses = Vec::with_capacity(total_steps);
+    let mut resumed_from = None;
+    if let Some(dir) = checkpoint_dir
+        && let Some((state, path)) = read_state(dir)?
+    {
+        if state.config != *config || state.n_train != data.len() {
+            return Err(TrainerError::Checkpoint {
+                path,
+                why: "was written by a run with another config or training set; remove it to start over"
+                    .into(),
+            });
+        }
+        model = model
+            .try_load_file(path.join("model.bpk"))
+            .map_err(|e| TrainerError::Checkpoint { path: path.clone(), why: format!("model.bpk: {e}") })?;
+        optimizer = optimizer.load(path.join("optimizer.bpk")).map_err(|e| TrainerError::Checkpoint {
+            path: path.clone(),
+            why: format!("optimizer.bpk: {e}"),
+        })?;
+        start = state.step;
+        losses = state.losses;
+        resumed_from = Some(start);
+    }
+
+    let mut order: Vec<usize> = Vec::new();
+    let mut order_epoch = usize::MAX;
+    for step in start..total_steps {
+        let epoch = step / steps_per_epoch;
+        if epoch != order_epoch {
+            order = epoch_order(data.len(), config.seed, epoch);
+            order_epoch = epoch;
+        }
+        let within = step % steps_per_epoch;
+        let end = ((within + 1) * config.batch_size).min(data.len());
+        let indices = &order[within * config.batch_size..end];
+        device.seed(mix(config.seed, 1 << 40 | step as u64));
+        let (images, labels) = data.batch(indices, device);
+        let logits = model.logits(images);
+        let value = loss.forward(&LossBatch::classes(logits, &labels)?)?;
+        let loss_value = finite_value(&value)?;
+        let mut grads = GradientsParams::from_grads(value.backward(), &model);
+        let grad_norm = match config.max_grad_norm {
+            Some(max) => clip_grad_norm(&model, &mut grads, max)?.total_norm,
+            None => f64::NAN,
+        };
+        let lr = schedule.lr(step);
+        model = optimizer.step(lr, model, grads);
+        losses.push(loss_value);
+        progress(&StepReport {
+            step: step + 1,
+            total_steps,
+            epoch,
+            loss: loss_value,
+            lr,
+            grad_norm,
+            images: indices.len(),
+        });
+        let done = step + 1;
+        if let Some(dir) = checkpoint_dir
+            && (done == total_steps || (config.checkpoint_every > 0 && done % config.checkpoint_every == 0))
+        {
+            write_checkpoint(
+                dir,
+                &model,
+                &optimizer,
+                &CheckpointState {
+                    format: 1,
+                    step: done,
+                    config: config.clone(),
+                    n_train: data.len(),
+                    losses: losses.clone(),
+                },
+            )?;
+        }
+    }
+    Ok(TrainOutcome { model, total_steps, resumed_from, losses })
+}
+
+fn read_state(dir: &Path) -> Result<Option<(CheckpointState, PathBuf)>, TrainerError> {
+    // A crash between the two renames of `write_checkpoint` leaves only `checkpoint.old`.
+    for name in [CHECKPOINT, CHECKPOINT_OLD] {
+        let path = dir.join(name);
+        let state_path = path.join("state.json");
+        if state_path.exists() {
+            let text = fs::read_to_string(&state_path).map_err(io_err(&state_path))?;
+            let state: CheckpointState = serde_json::from_str(&text)
+                .map_err(|e| TrainerError::Checkpoint { path: state_path.clone(), why: e.to_string() })?;
+            return Ok(Some((state, path)));
+        }
+    }
+    Ok(None)
+}
+
+fn write_checkpoint<M: Module + Clone>(
+    dir: &Path,
+    model: &M,
+    optimizer: &ModuleOptimizer,
+    state: &CheckpointState,
+) -> Result<(), TrainerError> {
+    let tmp = dir.join(format!("checkpoint.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
+    }
+    fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+    let ck = |why: String| TrainerError::Checkpoint { path: tmp.clone(), why };
+    model.clone().save_file(tmp.join("model.bpk")).map_err(|e| ck(format!("model.bpk: {e}")))?;
+    optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| ck(format!("optimizer.bpk: {e}")))?;
+    let state_path = tmp.join("state.json");
+    let mut f = fs::File::create(&state_path).map_err(io_err(&state_path))?;
+    f.write_all(serde_json::to_string(state).expect("state serialises").as_bytes())
+        .map_err(io_err(&state_path))?;
+    f.sync_all().map_err(io_err(&state_path))?;
+    for file in ["model.bpk", "optimizer.bpk"] {
+        let p = tmp.join(file);
+        fs::File::open(&p).and_then(|f| f.sync_all()).map_err(io_err(&p))?;
+    }
+    let current = dir.join(CHECKPOINT);
+    let old = dir.join(CHECKPOINT_OLD);
+    if old.exists() {
+        fs::remove_dir_all(&old).map_err(io_err(&old))?;
+    }
+    if current.exists() {
+        fs::rename(&current, &old).map_err(io_err(&current))?;
+    }
+    fs::rename(&tmp, &current).map_err(io_err(&tmp))?;
+    if old.exists() {
+        fs::remove_dir_all(&old).map_err(io_err(&old))?;
+    }
+    Ok(())
+}
