@@ -193,7 +193,7 @@ fn renamed_key_gives_readable_error_naming_both_sides() {
     assert!(matches!(err, ModelError::KeyMismatch { .. }), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("missing (1;"), "{msg}");
-    assert!(msg.contains("blocks.1.attn.k_proj.weight"), "{msg}");
+    assert!(msg.contains("blocks.1.attn.k_proj.base.weight"), "{msg}");
     assert!(msg.contains("expected file key 'encoder.layer.1.attention.attention.key.weight'"), "{msg}");
     assert!(msg.contains("unused (1;"), "{msg}");
     assert!(msg.contains("encoder.layer.1.attention.attention.kee.weight"), "{msg}");
@@ -225,7 +225,7 @@ fn wrong_config_gives_mis_shaped_keys() {
     std::fs::copy(fixture("vit").join("model.safetensors"), tmp.path().join("model.safetensors")).unwrap();
     let msg = Encoder::load_dir(tmp.path(), &Device::flex()).unwrap_err().to_string();
     assert!(msg.contains("mis-shaped"), "{msg}");
-    assert!(msg.contains("blocks.0.mlp.fc1.weight"), "{msg}");
+    assert!(msg.contains("blocks.0.mlp.fc1.base.weight"), "{msg}");
     assert!(msg.contains("encoder.layer.0.intermediate.dense.weight"), "{msg}");
 }
 
@@ -257,16 +257,16 @@ fn square_weight_loaded_without_adapter_is_caught_by_parity() {
     let remap = KeyRemapper::new()
         .add_pattern(
             r"^encoder\.layer\.0\.attention\.attention\.query\.weight$",
-            "blocks.0.attn.q_proj.weight",
+            "blocks.0.attn.q_proj.base.weight",
         )
         .unwrap();
     let mut store = SafetensorsStore::from_file(fixture("vit").join("model.safetensors"))
         .remap(remap)
-        .with_regex(r"^blocks\.0\.attn\.q_proj\.weight$")
+        .with_regex(r"^blocks\.0\.attn\.q_proj\.base\.weight$")
         .with_from_adapter(IdentityAdapter)
         .allow_partial(true);
     let result = vit.load_from(&mut store).expect("burn accepts the square weight without complaint");
-    assert_eq!(result.applied, vec!["blocks.0.attn.q_proj.weight".to_string()]);
+    assert_eq!(result.applied, vec!["blocks.0.attn.q_proj.base.weight".to_string()]);
     assert!(result.errors.is_empty());
 
     let after = enc.forward(images, false).unwrap().last_hidden_state;

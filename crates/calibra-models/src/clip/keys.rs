@@ -87,7 +87,7 @@ mod tests {
         for (hf, burn) in [
             (
                 "vision_model.encoder.layers.2.self_attn.out_proj.weight",
-                "vision_model.blocks.2.attn.o_proj.weight",
+                "vision_model.blocks.2.attn.o_proj.base.weight",
             ),
             ("vision_model.pre_layrnorm.bias", "vision_model.pre_layernorm.bias"),
             ("vision_model.embeddings.class_embedding", "vision_model.class_embedding"),
@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn vision_only_accepts_4x_and_5x_names() {
         let map = clip_vision_keymap().unwrap();
-        let want = "blocks.1.mlp.fc1.weight";
+        let want = "blocks.1.mlp.fc1.base.weight";
         assert_eq!(map.to_burn("vision_model.encoder.layers.1.mlp.fc1.weight"), want);
         assert_eq!(map.to_burn("encoder.layers.1.mlp.fc1.weight"), want);
         assert!(map.is_ignored("text_model.encoder.layers.1.mlp.fc1.weight"));

@@ -56,9 +56,9 @@ fn compile_template(from: &str, to: &str) -> Result<(Regex, String), ModelError>
 ///     .rule("encoder.layer.{i}.attention.attention.query.", "blocks.{i}.attn.q_proj.").unwrap()
 ///     .load_only("layers.{i}.attention.q_proj.", "blocks.{i}.attn.q_proj.").unwrap()
 ///     .ignore(r"^classifier\.").unwrap();
-/// assert_eq!(map.to_burn("vit.encoder.layer.3.attention.attention.query.weight"), "blocks.3.attn.q_proj.weight");
-/// assert_eq!(map.to_burn("layers.3.attention.q_proj.bias"), "blocks.3.attn.q_proj.bias");
-/// assert_eq!(map.to_hf("blocks.3.attn.q_proj.weight"), "encoder.layer.3.attention.attention.query.weight");
+/// assert_eq!(map.to_burn("vit.encoder.layer.3.attention.attention.query.weight"), "blocks.3.attn.q_proj.base.weight");
+/// assert_eq!(map.to_burn("layers.3.attention.q_proj.bias"), "blocks.3.attn.q_proj.base.bias");
+/// assert_eq!(map.to_hf("blocks.3.attn.q_proj.base.weight"), "encoder.layer.3.attention.attention.query.weight");
 /// assert!(map.is_ignored("classifier.weight"));
 /// ```
 #[derive(Debug, Clone)]
@@ -144,8 +144,15 @@ impl KeyMap {
         self.ignore.iter().any(|re| re.is_match(k))
     }
 
-    /// File key → module path (first matching rule wins; unmatched keys pass through).
+    /// File key → module path (first matching rule wins; unmatched keys pass through). The
+    /// projections of the shared layers (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `fc1`, `fc2`) are
+    /// [`LoraLinear`](crate::lora::LoraLinear)s, whose wrapped `Linear` sits under `.base`: their
+    /// `weight` / `bias` paths get that segment inserted.
     pub fn to_burn(&self, key: &str) -> String {
+        with_lora_base(&self.to_burn_unwrapped(key))
+    }
+
+    fn to_burn_unwrapped(&self, key: &str) -> String {
         let k = self.stripped(key);
         for r in &self.rules {
             let (re, rep) = &r.hf_to_burn;
@@ -164,6 +171,7 @@ impl KeyMap {
     /// Module path → the file key written on save (first matching two-way rule; unmatched
     /// paths pass through).
     pub fn to_hf(&self, path: &str) -> String {
+        let path = &without_lora_base(path);
         for r in self.rules.iter().filter(|r| r.save) {
             let (re, rep) = &r.burn_to_hf;
             if re.is_match(path) {
@@ -172,6 +180,25 @@ impl KeyMap {
         }
         path.to_string()
     }
+}
+
+/// `….q_proj.weight` → `….q_proj.base.weight` (and the other LoRA-capable projections).
+fn with_lora_base(path: &str) -> String {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^(.*\b(?:q_proj|k_proj|v_proj|o_proj|fc1|fc2))\.(weight|bias)$").expect("static regex")
+    });
+    re.replace(path, "$1.base.$2").into_owned()
+}
+
+/// The inverse of [`with_lora_base`].
+fn without_lora_base(path: &str) -> String {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^(.*\b(?:q_proj|k_proj|v_proj|o_proj|fc1|fc2))\.base\.(weight|bias)$")
+            .expect("static regex")
+    });
+    re.replace(path, "$1.$2").into_owned()
 }
 
 #[cfg(test)]
@@ -185,9 +212,15 @@ mod tests {
             .unwrap()
             .rule("encoder.layer.{i}.attention.output.dense.", "blocks.{i}.attn.o_proj.")
             .unwrap();
-        assert_eq!(map.to_burn("encoder.layer.10.output.dense.weight"), "blocks.10.mlp.fc2.weight");
-        assert_eq!(map.to_burn("encoder.layer.2.attention.output.dense.bias"), "blocks.2.attn.o_proj.bias");
-        assert_eq!(map.to_hf("blocks.2.attn.o_proj.bias"), "encoder.layer.2.attention.output.dense.bias");
+        assert_eq!(map.to_burn("encoder.layer.10.output.dense.weight"), "blocks.10.mlp.fc2.base.weight");
+        assert_eq!(
+            map.to_burn("encoder.layer.2.attention.output.dense.bias"),
+            "blocks.2.attn.o_proj.base.bias"
+        );
+        assert_eq!(
+            map.to_hf("blocks.2.attn.o_proj.base.bias"),
+            "encoder.layer.2.attention.output.dense.bias"
+        );
         assert_eq!(map.to_burn("layernorm.weight"), "layernorm.weight");
     }
 

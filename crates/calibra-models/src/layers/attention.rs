@@ -1,7 +1,9 @@
 //! Multi-head self-attention with separate q/k/v/out projections (the Hugging Face layout).
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::LinearConfig;
+
+use crate::lora::LoraLinear;
 use burn::prelude::*;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
@@ -32,13 +34,13 @@ pub struct MultiHeadSelfAttentionConfig {
 #[derive(Module, Debug)]
 pub struct MultiHeadSelfAttention {
     /// Query projection `[d, d]`.
-    pub q_proj: Linear,
+    pub q_proj: LoraLinear,
     /// Key projection `[d, d]`.
-    pub k_proj: Linear,
+    pub k_proj: LoraLinear,
     /// Value projection `[d, d]`.
-    pub v_proj: Linear,
+    pub v_proj: LoraLinear,
     /// Output projection `[d, d]`.
-    pub o_proj: Linear,
+    pub o_proj: LoraLinear,
     /// Number of heads.
     #[module(skip)]
     pub n_heads: usize,
@@ -59,7 +61,9 @@ impl MultiHeadSelfAttentionConfig {
             self.d_model,
             self.n_heads
         );
-        let proj = |bias: bool| LinearConfig::new(self.d_model, self.d_model).with_bias(bias).init(device);
+        let proj = |bias: bool| {
+            LoraLinear::plain(LinearConfig::new(self.d_model, self.d_model).with_bias(bias).init(device))
+        };
         MultiHeadSelfAttention {
             q_proj: proj(self.qkv_bias),
             k_proj: proj(self.qkv_bias),

@@ -1,7 +1,9 @@
 //! Two-layer feed-forward network with a selectable activation.
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::LinearConfig;
+
+use crate::lora::LoraLinear;
 use burn::prelude::*;
 use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
 
@@ -55,9 +57,9 @@ pub struct MlpConfig {
 #[derive(Module, Debug)]
 pub struct Mlp {
     /// `[d_model, d_hidden]`.
-    pub fc1: Linear,
+    pub fc1: LoraLinear,
     /// `[d_hidden, d_model]`.
-    pub fc2: Linear,
+    pub fc2: LoraLinear,
     /// Hidden activation.
     #[module(skip)]
     pub activation: Activation,
@@ -67,8 +69,8 @@ impl MlpConfig {
     /// Builds the module with random weights.
     pub fn init(&self, device: &Device) -> Mlp {
         Mlp {
-            fc1: LinearConfig::new(self.d_model, self.d_hidden).init(device),
-            fc2: LinearConfig::new(self.d_hidden, self.d_model).init(device),
+            fc1: LoraLinear::plain(LinearConfig::new(self.d_model, self.d_hidden).init(device)),
+            fc2: LoraLinear::plain(LinearConfig::new(self.d_hidden, self.d_model).init(device)),
             activation: self.activation,
         }
     }

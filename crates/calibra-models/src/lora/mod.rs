@@ -17,9 +17,11 @@
 
 mod config;
 mod error;
+mod inject;
 mod linear;
 pub mod peft;
 
 pub use config::{LoraConfig, LoraInit, TargetModules};
 pub use error::LoraError;
+pub use inject::{apply_lora, load_adapter};
 pub use linear::{BranchSettings, LoraBranch, LoraLinear};
