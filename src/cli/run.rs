@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
     }
     let out = args.out.as_ref().expect("clap requires --out without --dry-run");
-    let executor = calibra_run::baseline::BaselineExecutor::default();
+    let executor = crate::executors::RunExecutor::new();
     if !out.join("runs.jsonl").exists() {
         // A fresh store: refuse a grid the executor cannot run before creating anything. (On an
         // existing store run_grid checks only the unfinished fits.)

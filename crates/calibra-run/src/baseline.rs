@@ -27,14 +27,14 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use calibra_calibrate::{CalibratorOptions, Method, calibrator_for};
+use calibra_calibrate::{CalibratorOptions, FittedCalibrator, Method, calibrator_for};
 use calibra_crs::{Condition, Regime, RunRecord};
 use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment, SplitConfig, Target, TaskKind};
 use calibra_metrics::{SummaryOptions, summarize_multilabel, summarize_single_label};
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_predictions_to};
 
 use crate::executor::{ExecError, Executor, RunContext};
-use crate::grid::{FitMethod, FitSpec};
+use crate::grid::{FitMethod, FitSpec, Slot};
 use crate::recipe::SplitSettings;
 use crate::store::{PredictionsData, RunOutput};
 
@@ -56,7 +56,8 @@ impl BaselineExecutor {
     }
 }
 
-fn split_of(dataset: &Dataset, s: &SplitSettings) -> Result<SplitAssignment, ExecError> {
+/// The train / calibration / test split of `dataset` under a recipe's `[split]`.
+pub fn split_of(dataset: &Dataset, s: &SplitSettings) -> Result<SplitAssignment, ExecError> {
     let config = SplitConfig {
         train: s.train,
         calibration: s.calibration,
@@ -99,16 +100,27 @@ fn prior_logits(dataset: &Dataset, rows: &[usize]) -> Vec<f64> {
     }
 }
 
-/// The prior's predictions on `rows` of `dataset`.
+/// The prior's predictions on `rows` of `dataset`: the same logits row for every sample.
 fn predictions(dataset: &Dataset, rows: &[usize], logits: &[f64]) -> Result<Predictions, ExecError> {
-    let ids = rows.iter().map(|&i| dataset.samples[i].id.clone()).collect();
     let scores = rows.iter().flat_map(|_| logits.iter().copied()).collect();
+    predictions_from_scores(dataset, rows, scores)
+}
+
+/// A predictions table of `rows` of `dataset` with their targets and row-major logits
+/// (`rows.len() × K`).
+pub fn predictions_from_scores(
+    dataset: &Dataset,
+    rows: &[usize],
+    scores: Vec<f64>,
+) -> Result<Predictions, ExecError> {
+    let k = dataset.labels.len();
+    let ids = rows.iter().map(|&i| dataset.samples[i].id.clone()).collect();
     let targets = match dataset.labels.kind {
         TaskKind::Multilabel => Targets::Labels(
             rows.iter()
                 .flat_map(|&i| match &dataset.samples[i].target {
                     Target::Labels(v) => v.clone(),
-                    Target::Class(_) => vec![None; logits.len()],
+                    Target::Class(_) => vec![None; k],
                 })
                 .collect(),
         ),
@@ -122,6 +134,48 @@ fn predictions(dataset: &Dataset, rows: &[usize], logits: &[f64]) -> Result<Pred
         ),
     };
     Ok(Predictions::new(ids, dataset.labels.names.clone(), ScoreKind::Logit, scores, targets)?)
+}
+
+/// Turns a fit's test predictions for one slot into its run output: applies the slot's post-hoc
+/// calibrator (fitted once per fit on the calibration-split predictions, kept in `fitted`), computes
+/// the record metrics and serialises the predictions. Shared by every executor.
+pub fn slot_output(
+    fit: &FitSpec,
+    slot: &Slot,
+    calibration: &Predictions,
+    test: Predictions,
+    fitted: &mut HashMap<String, FittedCalibrator>,
+) -> Result<RunOutput, ExecError> {
+    let c = &fit.config;
+    let calibrated = if slot.calibrator == "none" {
+        test
+    } else {
+        if !fitted.contains_key(&slot.calibrator) {
+            let method: Method = slot.calibrator.parse()?;
+            let calibrator = calibrator_for(method, calibration.task(), &CalibratorOptions::default())?;
+            fitted.insert(slot.calibrator.clone(), calibrator.fit(calibration)?);
+        }
+        fitted[&slot.calibrator].apply(&test)?
+    };
+    let mut bytes = Vec::new();
+    write_predictions_to(&mut bytes, &calibrated)?;
+    Ok(RunOutput {
+        record: RunRecord {
+            encoder: c.encoder.name.clone(),
+            dataset: c.dataset.name.clone(),
+            regime: c.regime,
+            probe: c.probe.clone(),
+            calibrator: slot.calibrator.clone(),
+            label_fraction: c.label_fraction,
+            seed: c.seed,
+            condition: slot.condition.clone(),
+            metrics: record_metrics(&calibrated)?,
+            paths: BTreeMap::new(),
+            timings: BTreeMap::new(),
+            versions: BTreeMap::from([("calibra".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+        },
+        predictions: PredictionsData::Bytes(bytes),
+    })
 }
 
 /// The metric set of a predictions table, as record metrics (undefined ones omitted).
@@ -194,39 +248,7 @@ impl Executor for BaselineExecutor {
                     predictions(&shifted, &shifted_split.test, &logits)?
                 }
             };
-            let calibrated = if slot.calibrator == "none" {
-                test
-            } else {
-                if !fitted.contains_key(&slot.calibrator) {
-                    let method: Method = slot.calibrator.parse()?;
-                    let calibrator =
-                        calibrator_for(method, calibration.task(), &CalibratorOptions::default())?;
-                    fitted.insert(slot.calibrator.clone(), calibrator.fit(&calibration)?);
-                }
-                fitted[&slot.calibrator].apply(&test)?
-            };
-            let mut bytes = Vec::new();
-            write_predictions_to(&mut bytes, &calibrated)?;
-            outputs.push(RunOutput {
-                record: RunRecord {
-                    encoder: c.encoder.name.clone(),
-                    dataset: c.dataset.name.clone(),
-                    regime: c.regime,
-                    probe: c.probe.clone(),
-                    calibrator: slot.calibrator.clone(),
-                    label_fraction: c.label_fraction,
-                    seed: c.seed,
-                    condition: slot.condition.clone(),
-                    metrics: record_metrics(&calibrated)?,
-                    paths: BTreeMap::new(),
-                    timings: BTreeMap::new(),
-                    versions: BTreeMap::from([(
-                        "calibra".to_string(),
-                        env!("CARGO_PKG_VERSION").to_string(),
-                    )]),
-                },
-                predictions: PredictionsData::Bytes(bytes),
-            });
+            outputs.push(slot_output(fit, slot, &calibration, test, &mut fitted)?);
         }
         Ok(outputs)
     }
