@@ -28,6 +28,7 @@ use calibra_data::{
     SplitConfig, Target, decode_samples, load_dataset, perturb, split_dataset,
 };
 use calibra_models::Encoder;
+use calibra_models::hf::floats::F32View;
 use calibra_models::hf::resolve_checkpoint;
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
@@ -322,9 +323,9 @@ impl FeatureSet {
     /// Write to `path` atomically (temporary file in the same directory, synced, renamed).
     pub fn write(&self, path: &Path, describe: &[(&str, String)]) -> Result<(), FeatureError> {
         let n = self.ids.len();
-        let mut tensors: Vec<(String, Owned)> = Vec::new();
+        let mut tensors: Vec<(String, F32View)> = Vec::new();
         for (f, rows) in &self.layers {
-            tensors.push((layer_key(*f), Owned::f32(vec![n, self.dim], rows)));
+            tensors.push((layer_key(*f), F32View::new(vec![n, self.dim], rows)));
         }
         let labels: Vec<f32> = match self.targets.first() {
             Some(Target::Labels(first)) => {
@@ -338,7 +339,7 @@ impl FeatureSet {
                         None => f32::NAN,
                     }));
                 }
-                tensors.push(("labels".into(), Owned::f32(vec![n, l], &v)));
+                tensors.push(("labels".into(), F32View::new(vec![n, l], &v)));
                 v
             }
             _ => {
@@ -350,7 +351,7 @@ impl FeatureSet {
                         Target::Labels(_) => unreachable!("one task kind per dataset"),
                     })
                     .collect();
-                tensors.push(("labels".into(), Owned::f32(vec![n], &v)));
+                tensors.push(("labels".into(), F32View::new(vec![n], &v)));
                 v
             }
         };
@@ -439,31 +440,5 @@ impl FeatureSet {
             labels.iter().map(|&c| Target::Class(c as usize)).collect()
         };
         Ok(FeatureSet { ids, classes, targets, layers, dim, fingerprint: get("fingerprint")? })
-    }
-}
-
-struct Owned {
-    shape: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl Owned {
-    fn f32(shape: Vec<usize>, v: &[f32]) -> Self {
-        Owned { shape, bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
-    }
-}
-
-impl safetensors::View for Owned {
-    fn dtype(&self) -> Dtype {
-        Dtype::F32
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
     }
 }

@@ -119,39 +119,12 @@ pub fn read_scalar(path: &Path, key: &str) -> Result<f32, ModelError> {
             message: format!("tensor '{key}' must hold one value, has shape {:?}", view.shape()),
         });
     }
-    let d = view.data();
-    let value = match view.dtype() {
-        safetensors::Dtype::F32 if d.len() == 4 => f32::from_le_bytes([d[0], d[1], d[2], d[3]]),
-        safetensors::Dtype::F64 if d.len() == 8 => {
-            f64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]) as f32
-        }
-        safetensors::Dtype::BF16 if d.len() == 2 => {
-            f32::from_bits(u32::from(u16::from_le_bytes([d[0], d[1]])) << 16)
-        }
-        safetensors::Dtype::F16 if d.len() == 2 => f16_to_f32(u16::from_le_bytes([d[0], d[1]])),
-        other => {
-            return Err(ModelError::Store {
-                path: path.into(),
-                message: format!(
-                    "tensor '{key}': unsupported dtype {other:?} (expected F32, F64, BF16 or F16)"
-                ),
-            });
-        }
-    };
-    Ok(value)
-}
-
-/// IEEE 754 half → single (exact).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f32::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f32.powi(-24),
-        31 if frac == 0.0 => sign * f32::INFINITY,
-        31 => f32::NAN,
-        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
-    }
+    let values = crate::hf::floats::decode_f32(view.dtype(), view.data())
+        .map_err(|why| ModelError::Store { path: path.into(), message: format!("tensor '{key}': {why}") })?;
+    values.first().copied().ok_or_else(|| ModelError::Store {
+        path: path.into(),
+        message: format!("tensor '{key}' holds no data"),
+    })
 }
 
 impl ClipModel {
@@ -255,7 +228,7 @@ impl ClipVisionTransformer {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::hf::floats::f16_to_f32;
 
     #[test]
     fn half_precision_scalars_decode_exactly() {

@@ -3,6 +3,7 @@
 //! per-family key-remapping table.
 
 pub mod config;
+pub mod floats;
 pub mod keymap;
 pub mod load;
 pub mod resolve;

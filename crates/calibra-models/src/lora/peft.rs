@@ -20,7 +20,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
+
+use crate::hf::floats::{F32View, decode_f32};
 
 use super::{LoraConfig, LoraError};
 
@@ -88,7 +90,7 @@ impl PeftAdapter {
         names.sort_unstable();
         for name in names {
             let view = file.tensor(name).expect("name listed by the file");
-            let tensor = match to_f32(view.dtype(), view.data()) {
+            let tensor = match decode_f32(view.dtype(), view.data()) {
                 Ok(data) => AdapterTensor { shape: view.shape().to_vec(), data },
                 Err(why) => {
                     problems.push(format!("`{name}`: {why}"));
@@ -156,13 +158,19 @@ impl PeftAdapter {
     /// synced, then renamed, so a crash never leaves a half-written file under the real name.
     pub fn write(&self, dir: &Path) -> Result<(), LoraError> {
         fs::create_dir_all(dir).map_err(|source| LoraError::Io { path: dir.to_path_buf(), source })?;
-        let mut tensors: Vec<(String, OwnedView)> = Vec::new();
+        let mut tensors: Vec<(String, F32View)> = Vec::new();
         for (module, f) in &self.factors {
-            tensors.push((format!("{KEY_PREFIX}{module}.lora_A.weight"), OwnedView::from(&f.a)));
-            tensors.push((format!("{KEY_PREFIX}{module}.lora_B.weight"), OwnedView::from(&f.b)));
+            tensors.push((
+                format!("{KEY_PREFIX}{module}.lora_A.weight"),
+                F32View::new(f.a.shape.clone(), &f.a.data),
+            ));
+            tensors.push((
+                format!("{KEY_PREFIX}{module}.lora_B.weight"),
+                F32View::new(f.b.shape.clone(), &f.b.data),
+            ));
         }
         for (name, t) in &self.saved {
-            tensors.push((format!("{KEY_PREFIX}{name}"), OwnedView::from(t)));
+            tensors.push((format!("{KEY_PREFIX}{name}"), F32View::new(t.shape.clone(), &t.data)));
         }
         let metadata = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
         let weights_path = dir.join(ADAPTER_WEIGHTS);
@@ -187,65 +195,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LoraError> {
     file.sync_all().map_err(io)?;
     drop(file);
     fs::rename(&tmp, path).map_err(io)
-}
-
-fn to_f32(dtype: Dtype, bytes: &[u8]) -> Result<Vec<f32>, String> {
-    Ok(match dtype {
-        Dtype::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-        Dtype::F64 => {
-            bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32).collect()
-        }
-        Dtype::BF16 => bytes
-            .chunks_exact(2)
-            .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
-            .collect(),
-        Dtype::F16 => bytes.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect(),
-        other => return Err(format!("dtype {other:?} is not a float type")),
-    })
-}
-
-/// IEEE half → single (exact).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let frac = (h & 0x3ff) as u32;
-    let bits = match (exp, frac) {
-        (0, 0) => sign,
-        (0, f) => {
-            // Subnormal: value = f · 2^-24.
-            let v = f as f32 * f32::from_bits(0x3380_0000);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1f, f) => sign | 0x7f80_0000 | (f << 13),
-        (e, f) => sign | ((e + 112) << 23) | (f << 13),
-    };
-    f32::from_bits(bits)
-}
-
-struct OwnedView {
-    shape: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl From<&AdapterTensor> for OwnedView {
-    fn from(t: &AdapterTensor) -> Self {
-        OwnedView { shape: t.shape.clone(), bytes: t.data.iter().flat_map(|v| v.to_le_bytes()).collect() }
-    }
-}
-
-impl safetensors::View for OwnedView {
-    fn dtype(&self) -> Dtype {
-        Dtype::F32
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
-    }
 }
 
 #[cfg(test)]
@@ -341,14 +290,5 @@ mod tests {
             assert_eq!((o.dtype(), o.shape(), o.data()), (t.dtype(), t.shape(), t.data()), "{name}");
         }
         assert_eq!(PeftAdapter::read(dir.path()).unwrap(), a);
-    }
-
-    #[test]
-    fn half_precision_decodes_exactly() {
-        // 0x3c00 = 1.0, 0xc000 = -2.0, 0x0001 = 2^-24, 0x7bff = 65504.
-        assert_eq!(f16_to_f32(0x3c00), 1.0);
-        assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(f16_to_f32(0x7bff), 65504.0);
     }
 }
