@@ -34,17 +34,18 @@ pub struct EncoderOutput {
 }
 
 /// The family-specific module.
-#[derive(Debug)]
+#[derive(Module, Debug)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one encoder per process; boxing would hide it from burn's derive
 pub enum EncoderModel {
     /// `model_type` `vit` or `deit`.
     Vit(Vit),
     /// `model_type` `dinov2` or `dinov2_with_registers`.
     Dinov2(Dinov2),
     /// `model_type` `clip` (the vision tower of a CLIPModel) or `clip_vision_model`.
-    ClipVision(Box<ClipVisionTransformer>),
+    ClipVision(ClipVisionTransformer),
     /// `model_type` `siglip` (the vision tower of a SiglipModel) or `siglip_vision_model`.
-    SiglipVision(Box<SiglipVisionTransformer>),
+    SiglipVision(SiglipVisionTransformer),
 }
 
 /// Model types [`Encoder::load`] understands.
@@ -59,12 +60,14 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "siglip_vision_model",
 ];
 
-/// A loaded encoder with its Hugging Face configuration.
-#[derive(Debug)]
+/// A loaded encoder with its Hugging Face configuration. A burn module (the configuration is carried
+/// along, not a parameter), so it can sit inside a classifier that trains and checkpoints.
+#[derive(Module, Debug)]
 pub struct Encoder {
     /// The module.
     pub model: EncoderModel,
     /// The `config.json` it was built from (written back by [`Encoder::save_pretrained`]).
+    #[module(skip)]
     pub config: HfConfig,
 }
 
@@ -99,12 +102,12 @@ impl Encoder {
                 load_safetensors(&mut m, &weights, &dinov2_key_map(), &LoadOptions::default())?;
                 EncoderModel::Dinov2(m)
             }
-            "clip" | "clip_vision_model" => EncoderModel::ClipVision(Box::new(
-                ClipVisionTransformer::load_with(&config, &weights, device)?.0,
-            )),
-            "siglip" | "siglip_vision_model" => EncoderModel::SiglipVision(Box::new(
-                SiglipVisionTransformer::load_with(&config, &weights, device)?.0,
-            )),
+            "clip" | "clip_vision_model" => {
+                EncoderModel::ClipVision(ClipVisionTransformer::load_with(&config, &weights, device)?.0)
+            }
+            "siglip" | "siglip_vision_model" => {
+                EncoderModel::SiglipVision(SiglipVisionTransformer::load_with(&config, &weights, device)?.0)
+            }
             other => {
                 return Err(ModelError::UnsupportedModelType {
                     path: config.path.clone(),

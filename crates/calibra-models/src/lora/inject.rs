@@ -12,7 +12,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use regex::Regex;
 
 use super::linear::{BranchSettings, LoraBranch, LoraLinear};
-use super::peft::{LoraFactors, PeftAdapter};
+use super::peft::{AdapterTensor, LoraFactors, PeftAdapter};
 use super::{LoraConfig, LoraError};
 use crate::encoder::{Encoder, EncoderModel};
 
@@ -153,10 +153,48 @@ pub fn load_adapter(
     Ok(loaded)
 }
 
+/// The adapter an encoder carries: the factors of every branch under its PEFT (transformers 5.x)
+/// module name, `config` as the adapter's configuration, and `saved` (e.g. a classifier head as
+/// `classifier.weight` / `classifier.bias`, PyTorch layout) as its `modules_to_save` tensors.
+/// Merged branches are refused: their factors are still in the base weight.
+pub fn extract_adapter(
+    encoder: &Encoder,
+    config: &LoraConfig,
+    saved: std::collections::BTreeMap<String, AdapterTensor>,
+) -> Result<PeftAdapter, LoraError> {
+    let mut encoder = encoder.clone();
+    let mut factors = std::collections::BTreeMap::new();
+    for (name, linear) in named_linears(&mut encoder)? {
+        let Some(branch) = &linear.lora else { continue };
+        if linear.merged {
+            return Err(LoraError::Config {
+                field: name,
+                why: "the branch is merged into the base weight; unmerge before saving the adapter".into(),
+            });
+        }
+        let tensor = |t: Tensor<2>| -> Result<AdapterTensor, LoraError> {
+            let shape = t.dims().to_vec();
+            let data = t
+                .into_data()
+                .convert::<f32>()
+                .try_into_vec::<f32>()
+                .map_err(|e| LoraError::Config { field: "lora factors".into(), why: format!("{e:?}") })?;
+            Ok(AdapterTensor { shape, data })
+        };
+        factors.insert(name, LoraFactors { a: tensor(branch.a.val())?, b: tensor(branch.b.val())? });
+    }
+    if factors.is_empty() {
+        return Err(LoraError::Config {
+            field: "target_modules".into(),
+            why: "the encoder carries no LoRA branch; nothing to save".into(),
+        });
+    }
+    Ok(PeftAdapter { config: config.clone(), factors, saved })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lora::peft::AdapterTensor;
     use safetensors::SafeTensors;
     use std::path::{Path, PathBuf};
 
@@ -275,5 +313,23 @@ mod tests {
             "vit.layers.3.attention.q_proj"
         );
         assert_eq!(v4_to_v5("vit.encoder.layer.3.output.dense"), "vit.layers.3.mlp.fc2");
+    }
+
+    #[test]
+    fn an_adapter_loaded_then_extracted_is_the_same_adapter() {
+        let device = Device::flex();
+        let mut encoder = Encoder::load_dir(&fixtures().join("base"), &device).unwrap();
+        let adapter = PeftAdapter::read(&fixtures().join("adapter")).unwrap();
+        load_adapter(&mut encoder, &adapter, &device).unwrap();
+        let back = extract_adapter(&encoder, &adapter.config, adapter.saved.clone()).unwrap();
+        let names: Vec<_> = back.factors.keys().map(|k| v4_to_v5(k)).collect();
+        let expected: Vec<_> = adapter.factors.keys().map(|k| v4_to_v5(k)).collect();
+        assert_eq!(names, expected);
+        for (k, f) in &adapter.factors {
+            assert_eq!(&back.factors[&v4_to_v5(k)], f, "{k}");
+        }
+        let plain = Encoder::load_dir(&fixtures().join("base"), &device).unwrap();
+        let err = extract_adapter(&plain, &adapter.config, Default::default()).unwrap_err().to_string();
+        assert!(err.contains("no LoRA branch"), "{err}");
     }
 }

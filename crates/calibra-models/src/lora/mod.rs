@@ -23,5 +23,5 @@ pub mod peft;
 
 pub use config::{LoraConfig, LoraInit, TargetModules};
 pub use error::LoraError;
-pub use inject::{apply_lora, load_adapter};
+pub use inject::{apply_lora, extract_adapter, load_adapter};
 pub use linear::{BranchSettings, LoraBranch, LoraLinear};
