@@ -34,6 +34,9 @@ enum Command {
     Features(cli::features::FeaturesArgs),
     /// Run a recipe's grid into a crash-safe, resumable run store (`--dry-run`: size and cost only).
     Run(cli::run::RunArgs),
+    /// Fit one encoder on one dataset (probe, LoRA, full fine-tuning or CoOp) over label fractions and
+    /// seeds into a run store: records, predictions per condition, calibrators, the fitted adapter.
+    Train(cli::train::TrainArgs),
     /// Combine run stores (e.g. shards) into one; identical duplicates dropped, conflicts refused.
     Merge(cli::merge::MergeArgs),
     /// Regenerate the evaluation report of a run store from its records and saved recipe alone.
@@ -61,6 +64,7 @@ fn run(command: Command) -> Result<()> {
         Command::Eval(args) => cli::eval::run(&args),
         Command::Features(args) => cli::features::run(&args),
         Command::Run(args) => cli::run::run(&args),
+        Command::Train(args) => cli::train::run(&args),
         Command::Merge(args) => cli::merge::run(&args),
         Command::Report(args) => cli::report::run(&args),
     }

@@ -11,4 +11,5 @@ pub mod metrics;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod train;
 pub mod weights;

@@ -79,6 +79,36 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
     }
     let out = args.out.as_ref().expect("clap requires --out without --dry-run");
+    execute_recipe(
+        &recipe,
+        &text,
+        out,
+        &GridOptions {
+            resume: args.resume,
+            shard: args.shard,
+            fail_fast: args.fail_fast,
+            break_lock: args.break_lock,
+        },
+    )
+}
+
+/// How [`execute_recipe`] runs a grid.
+pub struct GridOptions {
+    pub resume: bool,
+    pub shard: Option<Shard>,
+    pub fail_fast: bool,
+    pub break_lock: bool,
+}
+
+/// Run `recipe` (whose TOML is `text`) into the run store `out` with the burn executors: refuse up
+/// front what cannot run, recover an interrupted store, skip finished fits, report progress.
+pub fn execute_recipe(
+    recipe: &Recipe,
+    text: &str,
+    out: &std::path::Path,
+    options: &GridOptions,
+) -> Result<()> {
+    let fits = shard_fits(recipe, options.shard);
     let executor = crate::executors::RunExecutor::new();
     if !out.join("runs.jsonl").exists() {
         // A fresh store: refuse a grid the executor cannot run before creating anything. (On an
@@ -91,7 +121,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             return Err(calibra_run::RunError::Unsupported(unsupported).into());
         }
     }
-    let mut store = RunStore::open(out, StoreOptions { break_lock: args.break_lock })?;
+    let mut store = RunStore::open(out, StoreOptions { break_lock: options.break_lock })?;
     let recovery = store.recovery().clone();
     if recovery.runs_bytes_cut > 0 || recovery.journal_bytes_cut > 0 {
         eprintln!(
@@ -102,7 +132,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             recovery.journal_bytes_cut
         );
     }
-    if store.commit_count() > 0 && !args.resume {
+    if store.commit_count() > 0 && !options.resume {
         bail!(
             "{}: the run store already holds {} records; pass --resume to continue it (finished fits are \
              skipped), or choose another --out",
@@ -110,8 +140,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             store.record_count()
         );
     }
-    store.save_recipe(&text)?;
-    let summary = run_grid(&recipe, &mut store, &executor, args.shard, args.fail_fast, &mut StderrProgress)?;
+    store.save_recipe(text)?;
+    let summary =
+        run_grid(recipe, &mut store, &executor, options.shard, options.fail_fast, &mut StderrProgress)?;
     eprintln!(
         "{}: {} fits ({} already finished, {} run now, {} failed); {} records written; {} records in the store",
         out.display(),

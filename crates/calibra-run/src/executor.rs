@@ -55,6 +55,14 @@ impl<'a> RunContext<'a> {
         self.progress.message(self.fit, text);
     }
 
+    /// The fit's own directory in the store, `fits/<fit key>/` (a sibling of `features/`): where an
+    /// executor keeps its training checkpoint (so a killed fit resumes mid-training) and the fitted
+    /// model it leaves for the user (an adapter, a head). Not created here.
+    pub fn fit_dir(&self) -> PathBuf {
+        let store = self.features_dir.parent().unwrap_or(Path::new("."));
+        store.join("fits").join(self.fit.key.as_str())
+    }
+
     /// The cache directory of a feature pass: `features/<sha256 of encoder source, dataset spec, split
     /// and condition>/`, shared by every fit reading the same features. Executors write it atomically
     /// (a temporary name renamed into place), so a killed pass is recomputed, never half-read.

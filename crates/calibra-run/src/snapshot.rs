@@ -10,6 +10,8 @@
 //! journal/recipe.toml           the last recipe run in this store (what `calibra report` reads)
 //! predictions/<fit key>/<calibrator>/<condition>.csv   one predictions file per record
 //! features/                     executors' cache of frozen features (safe to delete)
+//! fits/<fit key>/               an executor's training checkpoint and fitted model (LoRA: the PEFT
+//!                               adapter directory); deleting it makes that fit retrain if rerun
 //! .lock                         held while a process writes the store
 //! ```
 //!

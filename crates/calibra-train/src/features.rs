@@ -202,23 +202,8 @@ impl PreparedPass {
         let mut done = 0;
         progress(0, total);
         for chunk in self.indices.chunks(self.request.batch_size) {
-            let condition = self.request.condition;
-            let decoded = decode_samples(&self.dataset, chunk, BadImagePolicy::Fail, |i, image| {
-                let image = match condition {
-                    FeatureCondition::Clean => image,
-                    FeatureCondition::Perturbed { perturbation, severity } => {
-                        perturb(&image, &self.dataset.samples[i].id, perturbation, severity)?
-                    }
-                };
-                Ok(self.preprocess.apply(&image))
-            })?;
-            let first = &decoded.items[0].1;
-            let (c, hgt, w) = (first.channels, first.height, first.width);
-            let mut pixels = Vec::with_capacity(chunk.len() * c * hgt * w);
-            for (_, t) in &decoded.items {
-                pixels.extend_from_slice(&t.data);
-            }
-            let images = Tensor::<4>::from_data(TensorData::new(pixels, [chunk.len(), c, hgt, w]), device);
+            let images = image_batch(&self.dataset, chunk, &self.preprocess, self.request.condition)?
+                .to_tensor(device);
             let outputs = encoder.embed_at_depths(images, &self.request.layers)?;
             for ((_, rows), out) in layers.iter_mut().zip(outputs) {
                 dim = out.dims()[1];
@@ -268,6 +253,66 @@ impl PreparedPass {
     }
 }
 
+/// Preprocessed images of one batch: row-major `[n, c, h, w]` pixels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageBatch {
+    /// `[c, h, w]` of every image.
+    pub shape: [usize; 3],
+    pub pixels: Vec<f32>,
+}
+
+impl ImageBatch {
+    /// The number of images.
+    pub fn len(&self) -> usize {
+        self.pixels.len() / self.shape.iter().product::<usize>().max(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pixels.is_empty()
+    }
+    /// The batch as a `[n, c, h, w]` tensor on `device`.
+    pub fn to_tensor(self, device: &Device) -> Tensor<4> {
+        let n = self.len();
+        let [c, h, w] = self.shape;
+        Tensor::<4>::from_data(TensorData::new(self.pixels, [n, c, h, w]), device)
+    }
+}
+
+/// Decode the samples `indices` of `dataset` (in parallel), perturb them under `condition` (seeded
+/// by sample id, so every encoder sees the same pixels) and preprocess them. A sample that cannot
+/// be decoded is an error naming it; all images must come out with the same shape.
+pub fn image_batch(
+    dataset: &Dataset,
+    indices: &[usize],
+    preprocess: &PreprocessConfig,
+    condition: FeatureCondition,
+) -> Result<ImageBatch, FeatureError> {
+    let decoded = decode_samples(dataset, indices, BadImagePolicy::Fail, |i, image| {
+        let image = match condition {
+            FeatureCondition::Clean => image,
+            FeatureCondition::Perturbed { perturbation, severity } => {
+                perturb(&image, &dataset.samples[i].id, perturbation, severity)?
+            }
+        };
+        Ok(preprocess.apply(&image))
+    })?;
+    let Some((_, first)) = decoded.items.first() else {
+        return Ok(ImageBatch { shape: [3, 0, 0], pixels: Vec::new() });
+    };
+    let shape = [first.channels, first.height, first.width];
+    let mut pixels = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
+    for (i, t) in &decoded.items {
+        if [t.channels, t.height, t.width] != shape {
+            return Err(FeatureError::Invalid(format!(
+                "sample `{}` preprocesses to {}×{}×{}, the batch to {shape:?}: set a centre crop in the \
+                 encoder's preprocessor_config.json",
+                dataset.samples[*i].id, t.channels, t.height, t.width
+            )));
+        }
+        pixels.extend_from_slice(&t.data);
+    }
+    Ok(ImageBatch { shape, pixels })
+}
+
 fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {
     if layers.is_empty() {
         return Err(FeatureError::Invalid("at least one layer fraction is needed (e.g. 1.0)".into()));
@@ -282,7 +327,7 @@ fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {
 
 /// The checkpoint's `preprocessor_config.json` (required: without it the encoder's expected
 /// resolution and normalisation are unknown, and guessing would silently change every number).
-fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureError> {
+pub fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureError> {
     let path = checkpoint.join("preprocessor_config.json");
     if !path.exists() {
         return Err(FeatureError::Format {

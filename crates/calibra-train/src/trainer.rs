@@ -109,32 +109,87 @@ impl TrainConfig {
     }
 }
 
-/// Preprocessed training images held in memory with one class label each.
+/// What the training images are labelled with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrainTargets {
+    /// One class index per image (multiclass and ordinal tasks).
+    Classes(Vec<usize>),
+    /// Row-major `[n, n_labels]` codes as [`LossBatch::multilabel`] reads them: `Some(1.0)` positive,
+    /// `Some(0.0)` negative, `None` missing (masked out of the loss).
+    Multilabel { codes: Vec<Option<f64>>, n_labels: usize },
+}
+
+/// Preprocessed training images held in memory with their targets.
 #[derive(Debug, Clone)]
 pub struct TrainSet {
     /// `[c, h, w]` of every image.
     pub image_shape: [usize; 3],
     /// Row-major `n × c·h·w`.
     pub pixels: Vec<f32>,
-    pub labels: Vec<usize>,
+    pub targets: TrainTargets,
 }
 
 impl TrainSet {
+    /// A single-label training set.
+    pub fn classes(image_shape: [usize; 3], pixels: Vec<f32>, labels: Vec<usize>) -> Self {
+        TrainSet { image_shape, pixels, targets: TrainTargets::Classes(labels) }
+    }
+
     pub fn len(&self) -> usize {
-        self.labels.len()
+        match &self.targets {
+            TrainTargets::Classes(labels) => labels.len(),
+            TrainTargets::Multilabel { codes, n_labels } => codes.len() / (*n_labels).max(1),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
+        self.len() == 0
     }
-    fn batch(&self, indices: &[usize], device: &Device) -> (Tensor<4>, Vec<usize>) {
+
+    fn check(&self) -> Result<(), TrainerError> {
+        let size: usize = self.image_shape.iter().product();
+        if size == 0 || self.pixels.len() != self.len() * size {
+            return Err(TrainerError::Config(format!(
+                "the training set holds {} pixel values for {} images of shape {:?}",
+                self.pixels.len(),
+                self.len(),
+                self.image_shape
+            )));
+        }
+        if let TrainTargets::Multilabel { codes, n_labels } = &self.targets
+            && (*n_labels == 0 || codes.len() % n_labels != 0)
+        {
+            return Err(TrainerError::Config(format!(
+                "{} multilabel codes do not form rows of {n_labels} labels",
+                codes.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn images(&self, indices: &[usize], device: &Device) -> Tensor<4> {
         let [c, h, w] = self.image_shape;
         let size = c * h * w;
         let mut pixels = Vec::with_capacity(indices.len() * size);
         for &i in indices {
             pixels.extend_from_slice(&self.pixels[i * size..(i + 1) * size]);
         }
-        let images = Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device);
-        (images, indices.iter().map(|&i| self.labels[i]).collect())
+        Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device)
+    }
+
+    /// The loss batch of `logits` computed for the images `indices`.
+    pub fn loss_batch(&self, logits: Tensor<2>, indices: &[usize]) -> Result<LossBatch, TrainError> {
+        match &self.targets {
+            TrainTargets::Classes(labels) => {
+                let batch: Vec<usize> = indices.iter().map(|&i| labels[i]).collect();
+                LossBatch::classes(logits, &batch)
+            }
+            TrainTargets::Multilabel { codes, n_labels } => {
+                let k = *n_labels;
+                let batch: Vec<Option<f64>> =
+                    indices.iter().flat_map(|&i| codes[i * k..(i + 1) * k].iter().copied()).collect();
+                LossBatch::multilabel(logits, &batch)
+            }
+        }
     }
 }
 
@@ -207,6 +262,7 @@ pub fn train<M: Classifier>(
     if data.is_empty() {
         return Err(TrainerError::Config("the training set is empty".into()));
     }
+    data.check()?;
     let steps_per_epoch = data.len().div_ceil(config.batch_size);
     let total_steps = steps_per_epoch * config.epochs;
     let warmup = (config.warmup_ratio * total_steps as f64).ceil() as usize;
@@ -256,9 +312,8 @@ pub fn train<M: Classifier>(
         let end = ((within + 1) * config.batch_size).min(data.len());
         let indices = &order[within * config.batch_size..end];
         device.seed(mix(config.seed, 1 << 40 | step as u64));
-        let (images, labels) = data.batch(indices, device);
-        let logits = model.logits(images);
-        let value = loss.forward(&LossBatch::classes(logits, &labels)?)?;
+        let logits = model.logits(data.images(indices, device));
+        let value = loss.forward(&data.loss_batch(logits, indices)?)?;
         let loss_value = finite_value(&value)?;
         let mut grads = GradientsParams::from_grads(value.backward(), &model);
         let grad_norm = match config.max_grad_norm {

@@ -52,7 +52,7 @@ fn data() -> TrainSet {
     let pixels = (0..n * 12)
         .map(|j| labels[j / 12] as f32 * 0.5 * ((j % 12) as f32 / 12.0) + rng.random_range(-0.5f32..0.5))
         .collect();
-    TrainSet { image_shape: [3, 2, 2], pixels, labels }
+    TrainSet::classes([3, 2, 2], pixels, labels)
 }
 
 fn weights(m: &TinyNet) -> Vec<f32> {

@@ -1,0 +1,262 @@
+//! Adapting an encoder to a task end to end: images of a dataset's train rows are decoded and
+//! preprocessed once (as the checkpoint's `preprocessor_config.json` says), an [`EncoderClassifier`]
+//! (encoder + linear head) is made trainable by LoRA, in full, or head-only, the [`train`] loop fits
+//! it (resumable from its checkpoint directory), and the fitted model predicts logits for any split
+//! under any test condition. [`save_adapted`] writes what a user takes away: a PEFT adapter directory
+//! for LoRA (the head as `modules_to_save = ["classifier"]`, so `PeftModel.from_pretrained` on a
+//! `ViTForImageClassification` loads it), or the whole encoder in Hugging Face layout plus the head.
+//!
+//! Images are held in memory as f32 (c·h·w·4 bytes each): fine for the synthetic suite and for
+//! tens of thousands of small images; a streaming loader for large real datasets is not built yet.
+
+mod classifier;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use burn::module::{Module, Param};
+use burn::tensor::{Device, TensorData};
+use calibra_data::{Dataset, PreprocessConfig, Target};
+use calibra_models::Encoder;
+use calibra_models::lora::extract_adapter;
+use calibra_models::lora::peft::{AdapterTensor, PeftAdapter};
+
+pub use classifier::{Adaptation, EncoderClassifier};
+
+use crate::features::{FeatureCondition, FeatureError, ImageBatch, image_batch};
+use crate::losses::Loss;
+use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train};
+
+/// Errors of fine-tuning, each naming what is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum FineTuneError {
+    #[error(transparent)]
+    Features(#[from] FeatureError),
+    #[error(transparent)]
+    Trainer(#[from] TrainerError),
+    #[error(transparent)]
+    Model(#[from] calibra_models::ModelError),
+    #[error(transparent)]
+    Lora(#[from] calibra_models::lora::LoraError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What to fine-tune on what.
+pub struct FineTuneRequest<'a> {
+    /// A resolved checkpoint directory (`config.json` + `model.safetensors`).
+    pub checkpoint: &'a Path,
+    /// The encoder's preprocessing (see [`crate::features::preprocess_for`]).
+    pub preprocess: &'a PreprocessConfig,
+    pub dataset: &'a Dataset,
+    /// Dataset indices to train on (a label fraction of the train split).
+    pub train_rows: &'a [usize],
+    pub adaptation: Adaptation,
+    /// Optimisation; its `seed` also seeds the head and the LoRA A factors.
+    pub train: TrainConfig,
+}
+
+/// A fitted model and how it was fitted.
+#[derive(Debug)]
+pub struct FineTuned {
+    /// The checkpoint directory the encoder came from (recorded in a LoRA adapter's config as
+    /// `base_model_name_or_path`).
+    pub checkpoint: PathBuf,
+    /// The model on the plain (inference) device, dropout off.
+    pub model: EncoderClassifier,
+    pub adaptation: Adaptation,
+    /// LoRA-wrapped module names (PEFT names), empty for full / head.
+    pub wrapped: Vec<String>,
+    /// Loss of every optimisation step.
+    pub losses: Vec<f64>,
+    pub total_steps: usize,
+    /// The step the run resumed from, if a checkpoint was found.
+    pub resumed_from: Option<usize>,
+}
+
+/// The training set of `rows`: clean images, preprocessed, with the dataset's targets.
+pub fn train_set(
+    dataset: &Dataset,
+    rows: &[usize],
+    preprocess: &PreprocessConfig,
+) -> Result<TrainSet, FineTuneError> {
+    if rows.is_empty() {
+        return Err(FineTuneError::Invalid(format!("dataset `{}`: no training rows", dataset.name)));
+    }
+    let batch = image_batch(dataset, rows, preprocess, FeatureCondition::Clean)?;
+    let k = dataset.labels.len();
+    let mut classes = Vec::new();
+    let mut codes = Vec::new();
+    for &i in rows {
+        match &dataset.samples[i].target {
+            Target::Class(c) => classes.push(*c),
+            Target::Labels(v) => codes.extend(v.iter().map(|l| l.map(|b| if b { 1.0 } else { 0.0 }))),
+        }
+    }
+    let targets = if codes.is_empty() {
+        TrainTargets::Classes(classes)
+    } else {
+        TrainTargets::Multilabel { codes, n_labels: k }
+    };
+    Ok(TrainSet { image_shape: batch.shape, pixels: batch.pixels, targets })
+}
+
+/// Fit `request` with `loss` on `device` (the plain device; training runs on its autodiff form).
+/// With `checkpoint_dir`, a killed run continues from its last checkpoint to the same weights.
+pub fn fine_tune(
+    request: FineTuneRequest<'_>,
+    loss: &dyn Loss,
+    device: &Device,
+    checkpoint_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<FineTuned, FineTuneError> {
+    let data = train_set(request.dataset, request.train_rows, request.preprocess)?;
+    let autodiff = device.clone().autodiff();
+    let encoder = Encoder::load_dir(request.checkpoint, &autodiff)?;
+    // One image through the encoder: its feature size, and an up-front error if the preprocessed
+    // size does not suit it (rather than a panic inside the training loop).
+    let first = ImageBatch {
+        shape: data.image_shape,
+        pixels: data.pixels[..data.image_shape.iter().product()].to_vec(),
+    };
+    let dim = encoder.embed(first.to_tensor(&autodiff)).map_err(|e| {
+        FineTuneError::Invalid(format!(
+            "{}: the encoder cannot take the preprocessed images ({:?}): {e}",
+            request.checkpoint.display(),
+            data.image_shape
+        ))
+    })?;
+    let dim = dim.dims()[1];
+    let (model, wrapped) = EncoderClassifier::new(
+        encoder,
+        dim,
+        request.dataset.labels.len(),
+        &request.adaptation,
+        request.train.seed,
+        &autodiff,
+    )?;
+    let outcome = train(model, &data, loss, &request.train, &autodiff, checkpoint_dir, progress)?;
+    Ok(FineTuned {
+        checkpoint: request.checkpoint.to_path_buf(),
+        model: outcome.model.valid(),
+        adaptation: request.adaptation,
+        wrapped,
+        losses: outcome.losses,
+        total_steps: outcome.total_steps,
+        resumed_from: outcome.resumed_from,
+    })
+}
+
+/// Logits (row-major `[indices.len(), K]`) of `model` for the samples `indices` under `condition`,
+/// in batches of `batch_size`.
+pub fn predict_logits(
+    model: &EncoderClassifier,
+    dataset: &Dataset,
+    indices: &[usize],
+    preprocess: &PreprocessConfig,
+    condition: FeatureCondition,
+    batch_size: usize,
+    device: &Device,
+) -> Result<Vec<f64>, FineTuneError> {
+    if batch_size == 0 {
+        return Err(FineTuneError::Invalid("batch size must be at least 1".into()));
+    }
+    let mut out = Vec::new();
+    for chunk in indices.chunks(batch_size) {
+        let images = image_batch(dataset, chunk, preprocess, condition)?.to_tensor(device);
+        let logits = model.try_logits(images)?;
+        let values = logits
+            .into_data()
+            .convert::<f64>()
+            .try_into_vec::<f64>()
+            .map_err(|e| FineTuneError::Invalid(format!("reading logits: {e:?}")))?;
+        out.extend(values);
+    }
+    Ok(out)
+}
+
+/// Write a fitted model to `dir` atomically (a temporary sibling directory, renamed into place):
+///
+/// - LoRA: a PEFT adapter directory, `adapter_config.json` (with `modules_to_save = ["classifier"]`)
+///   + `adapter_model.safetensors` (the factors and `classifier.weight` / `classifier.bias`);
+/// - full: `config.json` + `model.safetensors` of the encoder (Hugging Face layout) and
+///   `classifier.safetensors`;
+/// - head: `classifier.safetensors` only (the encoder is the unchanged checkpoint).
+pub fn save_adapted(fitted: &FineTuned, dir: &Path) -> Result<(), FineTuneError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| FineTuneError::Io { path, source }
+    };
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(io(parent))?;
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+    }
+    fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    let head = fitted.model.head_tensors()?;
+    match &fitted.adaptation {
+        Adaptation::Lora(config) => {
+            let mut config = config.clone();
+            config.modules_to_save = Some(vec!["classifier".into()]);
+            config.base_model_name_or_path = Some(fitted.checkpoint.display().to_string());
+            extract_adapter(&fitted.model.encoder, &config, head)?.write(&tmp)?;
+        }
+        Adaptation::Full => {
+            fitted.model.encoder.save_pretrained(&tmp)?;
+            write_head(&tmp.join("classifier.safetensors"), &head)?;
+        }
+        Adaptation::Head => write_head(&tmp.join("classifier.safetensors"), &head)?,
+    }
+    if dir.exists() {
+        fs::remove_dir_all(dir).map_err(io(dir))?;
+    }
+    fs::rename(&tmp, dir).map_err(io(dir))?;
+    Ok(())
+}
+
+fn write_head(
+    path: &Path,
+    head: &std::collections::BTreeMap<String, AdapterTensor>,
+) -> Result<(), FineTuneError> {
+    use calibra_models::hf::floats::F32View;
+    let views: Vec<(String, F32View)> =
+        head.iter().map(|(k, t)| (k.clone(), F32View::new(t.shape.clone(), &t.data))).collect();
+    let bytes = safetensors::serialize(views, None)
+        .map_err(|e| FineTuneError::Invalid(format!("{}: {e}", path.display())))?;
+    fs::write(path, bytes).map_err(|source| FineTuneError::Io { path: path.to_path_buf(), source })
+}
+
+/// Read a LoRA adapter written by [`save_adapted`] back onto its base checkpoint (for inference).
+pub fn load_adapted_lora(
+    checkpoint: &Path,
+    adapter_dir: &Path,
+    device: &Device,
+) -> Result<EncoderClassifier, FineTuneError> {
+    let adapter = PeftAdapter::read(adapter_dir)?;
+    let mut encoder = Encoder::load_dir(checkpoint, device)?;
+    calibra_models::lora::load_adapter(&mut encoder, &adapter, device)?;
+    let weight = adapter.saved.get("classifier.weight").ok_or_else(|| {
+        FineTuneError::Invalid(format!("{}: the adapter saves no `classifier.weight`", adapter_dir.display()))
+    })?;
+    let [k, d] = [weight.shape[0], weight.shape[1]];
+    let (mut model, _) = EncoderClassifier::new(encoder, d, k, &Adaptation::Head, 0, device)?;
+    let mut w = vec![0f32; d * k];
+    for o in 0..k {
+        for i in 0..d {
+            w[i * k + o] = weight.data[o * d + i];
+        }
+    }
+    model.head.weight = Param::from_data(TensorData::new(w, [d, k]), device);
+    if let Some(b) = adapter.saved.get("classifier.bias") {
+        model.head.bias = Some(Param::from_data(TensorData::new(b.data.clone(), [k]), device));
+    }
+    Ok(model)
+}

@@ -1,0 +1,306 @@
+//! `calibra train`: fit one encoder on one dataset (a probe on frozen features, LoRA, full
+//! fine-tuning or CoOp) over the given label fractions and seeds, writing a run store exactly as
+//! `calibra run` does: run records, predictions for the clean test split, each perturbation and each
+//! shift target, post-hoc calibrators, and the fitted model under `fits/<key>/` (LoRA: a PEFT adapter
+//! directory). It is a one-encoder recipe built from the flags (`--print-recipe` shows it), so the
+//! store resumes after a kill (`--resume`) and `calibra report DIR` / `calibra eval DIR` read it.
+
+use anyhow::{Context, Result, bail};
+use calibra_run::{Recipe, ValidationOptions};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::cli::run::{GridOptions, execute_recipe};
+
+/// What trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrainRegime {
+    /// A probe (`--probe`) on frozen features.
+    Probe,
+    /// LoRA branches + a linear head; the encoder stays frozen.
+    Lora,
+    /// Every encoder weight + a linear head.
+    Full,
+    /// CoOp context vectors of a CLIP-style encoder (image and text towers frozen).
+    Coop,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrainArgs {
+    /// The encoder: a checkpoint directory (config.json, model.safetensors,
+    /// preprocessor_config.json) or `hf:org/name` in the Hugging Face cache.
+    #[arg(long, value_name = "DIR|hf:ORG/NAME")]
+    pub encoder: String,
+    /// The encoder's name in the records (default: the last path component).
+    #[arg(long, value_name = "NAME")]
+    pub encoder_name: Option<String>,
+    /// The dataset (a calibra-data SPEC, e.g. `synth:derm?n=600`).
+    #[arg(long, value_name = "SPEC")]
+    pub data: String,
+    /// A shift target predicted by every fit: `NAME=SPEC` (same labels as --data). Repeatable.
+    #[arg(long, value_name = "NAME=SPEC")]
+    pub shift: Vec<String>,
+    /// What trains.
+    #[arg(long, value_enum)]
+    pub regime: TrainRegime,
+    /// The probe of `--regime probe`: logistic, mlp, knn or prior.
+    #[arg(long, default_value = "logistic")]
+    pub probe: String,
+    /// Feature depth of `--regime probe`, as a fraction of the encoder's blocks.
+    #[arg(long, default_value_t = 1.0)]
+    pub layer: f64,
+    /// Training loss (lora / full / coop): a registry name (ce, ls, focal, mdca, mbls, mcm, ...).
+    #[arg(long, default_value = "ce")]
+    pub loss: String,
+    /// A loss argument `NAME=VALUE` (e.g. `alpha=0.1`). Repeatable.
+    #[arg(long = "loss-arg", value_name = "NAME=VALUE")]
+    pub loss_args: Vec<String>,
+    /// Label fractions of the train split, comma-separated, each in (0, 1].
+    #[arg(long, value_delimiter = ',', default_value = "1.0")]
+    pub fraction: Vec<f64>,
+    /// Seeds (label subset, head / LoRA / context initialisation, batch order), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub seed: Vec<u64>,
+    /// Epochs (default: lora 8, full 3, coop 50).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// Peak learning rate (default: lora 2e-4, full 1e-5, coop 2e-3).
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// LoRA rank.
+    #[arg(long, default_value_t = 8)]
+    pub lora_r: u32,
+    /// LoRA alpha (scale alpha / r).
+    #[arg(long, default_value_t = 16.0)]
+    pub lora_alpha: f64,
+    /// Dropout on the LoRA branch input.
+    #[arg(long, default_value_t = 0.05)]
+    pub lora_dropout: f64,
+    /// Projections that get LoRA branches (query, key, value, dense, fc1, fc2, q_proj, ...).
+    #[arg(long, value_delimiter = ',', default_value = "query,value")]
+    pub lora_targets: Vec<String>,
+    /// CoOp: number of context vectors.
+    #[arg(long, default_value_t = 16)]
+    pub n_ctx: u32,
+    /// CoOp: initialise the context from this phrase (its token count must equal --n-ctx).
+    #[arg(long, value_name = "PHRASE")]
+    pub ctx_init: Option<String>,
+    /// CoOp: one context per class.
+    #[arg(long)]
+    pub csc: bool,
+    /// CoOp: where the class name goes (end, middle, front).
+    #[arg(long, default_value = "end")]
+    pub class_position: String,
+    /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
+    /// vector, isotonic, dirichlet, ...).
+    #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
+    pub calibrators: Vec<String>,
+    /// Perturbations of the test split (gaussian-blur, jpeg, contrast, rician-noise, fov-crop),
+    /// comma-separated; none by default.
+    #[arg(long, value_delimiter = ',')]
+    pub perturbations: Vec<String>,
+    /// Severities of each perturbation, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    pub severities: Vec<u8>,
+    /// Seed of the train / calibration / test split.
+    #[arg(long, default_value_t = 0)]
+    pub split_seed: u64,
+    /// The run store directory.
+    #[arg(long, value_name = "DIR", required_unless_present = "print_recipe")]
+    pub out: Option<PathBuf>,
+    /// Continue a store that already holds finished fits (a killed run resumes mid-training).
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the recipe these flags make (usable with `calibra run`) and exit.
+    #[arg(long)]
+    pub print_recipe: bool,
+}
+
+/// A TOML string literal (JSON's escapes are valid in TOML basic strings).
+fn q(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serialises")
+}
+
+fn list<T: ToString>(items: &[T]) -> String {
+    items.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn quoted_list(items: &[String]) -> String {
+    items.iter().map(|x| q(x)).collect::<Vec<_>>().join(", ")
+}
+
+/// A float TOML reads back as a float (`1` would be an integer).
+fn float(x: f64) -> String {
+    let text = format!("{x:?}");
+    if text.contains(['.', 'e', 'E']) || !x.is_finite() { text } else { format!("{text}.0") }
+}
+
+/// The one-encoder recipe of `args`.
+pub fn recipe_text(args: &TrainArgs) -> Result<String> {
+    let mut t = String::new();
+    writeln!(t, "# Made by `calibra train`; run it again with `calibra run`.")?;
+    writeln!(t, "name = {}", q("calibra-train"))?;
+    writeln!(t, "seeds = [{}]", list(&args.seed))?;
+    writeln!(
+        t,
+        "label_fractions = [{}]",
+        args.fraction.iter().map(|f| float(*f)).collect::<Vec<_>>().join(", ")
+    )?;
+    writeln!(t, "calibrators = [{}]", quoted_list(&args.calibrators))?;
+    writeln!(t, "\n[[encoders]]")?;
+    if let Some(name) = &args.encoder_name {
+        writeln!(t, "name = {}", q(name))?;
+    }
+    writeln!(t, "source = {}", q(&args.encoder))?;
+    writeln!(t, "\n[[datasets]]\nspec = {}", q(&args.data))?;
+    if !args.shift.is_empty() {
+        let mut targets = Vec::new();
+        for s in &args.shift {
+            let Some((name, spec)) = s.split_once('=') else {
+                bail!("--shift `{s}`: expected NAME=SPEC (e.g. site-b=synth:chest-site-b?n=600)");
+            };
+            targets.push(format!("{{ name = {}, spec = {} }}", q(name), q(spec)));
+        }
+        writeln!(t, "shift = [{}]", targets.join(", "))?;
+    }
+    if !args.perturbations.is_empty() {
+        writeln!(t, "\n[perturbations]\nnames = [{}]", quoted_list(&args.perturbations))?;
+        writeln!(t, "severities = [{}]", list(&args.severities))?;
+    }
+    writeln!(t, "\n[split]\nseed = {}", args.split_seed)?;
+    let epochs = |default: u32| args.epochs.unwrap_or(default);
+    let lr = |default: f64| float(args.lr.unwrap_or(default));
+    match args.regime {
+        TrainRegime::Probe => {
+            writeln!(
+                t,
+                "\n[regimes.frozen]\nprobes = [{}]\nlayers = [{}]",
+                q(&args.probe),
+                float(args.layer)
+            )?;
+        }
+        TrainRegime::Lora => {
+            writeln!(t, "\n[regimes.lora]")?;
+            writeln!(
+                t,
+                "r = {}\nalpha = {}\ndropout = {}",
+                args.lora_r,
+                float(args.lora_alpha),
+                float(args.lora_dropout)
+            )?;
+            writeln!(
+                t,
+                "lr = {}\nepochs = {}\ntargets = [{}]",
+                lr(2e-4),
+                epochs(8),
+                quoted_list(&args.lora_targets)
+            )?;
+        }
+        TrainRegime::Full => {
+            writeln!(t, "\n[regimes.full]\nlr = {}\nepochs = {}", lr(1e-5), epochs(3))?;
+        }
+        TrainRegime::Coop => {
+            writeln!(t, "\n[regimes.coop]\nn_ctx = {}", args.n_ctx)?;
+            if let Some(init) = &args.ctx_init {
+                writeln!(t, "ctx_init = {}", q(init))?;
+            }
+            writeln!(t, "csc = {}\nclass_position = {}", args.csc, q(&args.class_position))?;
+            writeln!(t, "epochs = {}\nlr = {}", epochs(50), lr(2e-3))?;
+        }
+    }
+    if args.regime != TrainRegime::Probe {
+        writeln!(t, "\n[[losses]]\nname = {}", q(&args.loss))?;
+        if !args.loss_args.is_empty() {
+            let mut parts = Vec::new();
+            for a in &args.loss_args {
+                let Some((k, v)) = a.split_once('=') else {
+                    bail!("--loss-arg `{a}`: expected NAME=VALUE (e.g. alpha=0.1)");
+                };
+                let v: f64 =
+                    v.trim().parse().with_context(|| format!("--loss-arg `{a}`: `{v}` is not a number"))?;
+                parts.push(format!("{} = {}", k.trim(), float(v)));
+            }
+            writeln!(t, "args = {{ {} }}", parts.join(", "))?;
+        }
+    } else if args.loss != "ce" || !args.loss_args.is_empty() {
+        bail!("--loss / --loss-arg apply to lora, full and coop; a frozen probe has its own objective");
+    }
+    Ok(t)
+}
+
+pub fn run(args: &TrainArgs) -> Result<()> {
+    let text = recipe_text(args)?;
+    if args.print_recipe {
+        print!("{text}");
+        return Ok(());
+    }
+    let recipe = Recipe::parse(&text, "the `calibra train` flags", ValidationOptions { check_paths: true })?;
+    let out = args.out.as_ref().expect("clap requires --out without --print-recipe");
+    execute_recipe(
+        &recipe,
+        &text,
+        out,
+        &GridOptions { resume: args.resume, shard: None, fail_fast: true, break_lock: false },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TrainArgs,
+    }
+
+    fn recipe(flags: &[&str]) -> Result<Recipe> {
+        let mut argv = vec!["calibra-train"];
+        argv.extend_from_slice(flags);
+        let args = Cli::try_parse_from(argv)?.args;
+        let text = recipe_text(&args)?;
+        Ok(Recipe::parse(&text, "test", ValidationOptions { check_paths: false })?)
+    }
+
+    #[test]
+    fn every_regime_makes_a_valid_recipe() {
+        let base = ["--encoder", "checkpoints/x", "--data", "synth:derm?n=60", "--out", "o"];
+        for regime in ["probe", "lora", "full", "coop"] {
+            let mut flags = base.to_vec();
+            flags.extend(["--regime", regime, "--fraction", "0.5,1", "--seed", "0,1"]);
+            let r = recipe(&flags).unwrap_or_else(|e| panic!("{regime}: {e:#}"));
+            assert_eq!(r.seeds, vec![0, 1], "{regime}");
+        }
+        let mut flags = base.to_vec();
+        flags.extend([
+            "--regime",
+            "lora",
+            "--loss",
+            "mcm",
+            "--loss-arg",
+            "alpha=0.1",
+            "--loss-arg",
+            "beta=0.01",
+        ]);
+        recipe(&flags).unwrap();
+        flags.extend(["--shift", "b=synth:chest-site-b?n=60", "--perturbations", "jpeg,contrast"]);
+        recipe(&flags).unwrap();
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o"];
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "lora", "--loss-arg", "alpha"]);
+        let e = recipe(&flags).unwrap_err().to_string();
+        assert!(e.contains("--loss-arg `alpha`"), "{e}");
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "probe", "--loss", "mcm"]);
+        assert!(recipe(&flags).unwrap_err().to_string().contains("--loss"));
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "lora", "--lora-targets", "query,bogus"]);
+        let e = format!("{:#}", recipe(&flags).unwrap_err());
+        assert!(e.contains("bogus"), "{e}");
+    }
+}

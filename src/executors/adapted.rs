@@ -1,0 +1,198 @@
+//! LoRA and full fine-tuning fits: an encoder with a linear head trained on the label fraction of
+//! the train split (calibra-train's `fine_tune`), then predicting the calibration split and the test
+//! split under every condition of the fit.
+//!
+//! The fit's directory in the store (`fits/<fit key>/`) holds `train/` (the training checkpoint:
+//! a fit killed mid-training continues from it to the same weights) and the fitted model the user
+//! keeps: `adapter/` (LoRA: a PEFT adapter directory, head included as `modules_to_save`) or
+//! `model/` (full: the encoder in Hugging Face layout + `classifier.safetensors`).
+//!
+//! Recipe LoRA targets map onto PEFT module-name suffixes of the transformers 5.x encoders:
+//! `query`/`q_proj` → `q_proj`, `key`/`k_proj` → `k_proj`, `value`/`v_proj` → `v_proj`,
+//! `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
+//! output and both MLP projections) → `o_proj`, `fc1`, `fc2`.
+
+use std::collections::HashMap;
+
+use calibra_crs::Condition;
+use calibra_models::hf::resolve_checkpoint;
+use calibra_models::lora::{LoraConfig, TargetModules};
+use calibra_run::baseline::{predictions_from_scores, slot_output, split_of};
+use calibra_run::grid::LossConfig;
+use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
+use calibra_train::build_loss;
+use calibra_train::features::{FeatureCondition, preprocess_for};
+use calibra_train::fine_tune::{Adaptation, FineTuneRequest, fine_tune, predict_logits, save_adapted};
+use calibra_train::trainer::TrainConfig;
+
+use super::{RunExecutor, condition_name};
+
+/// Images per forward pass when predicting.
+const PREDICT_BATCH: usize = 64;
+
+/// PEFT target suffixes for the recipe's LoRA target names.
+fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in targets {
+        let names: &[&str] = match t.as_str() {
+            "query" | "q_proj" => &["q_proj"],
+            "key" | "k_proj" => &["k_proj"],
+            "value" | "v_proj" => &["v_proj"],
+            "out_proj" | "o_proj" => &["o_proj"],
+            "fc1" => &["fc1"],
+            "fc2" => &["fc2"],
+            "dense" => &["o_proj", "fc1", "fc2"],
+            other => return Err(format!("LoRA target `{other}` is not a projection this build can wrap")),
+        };
+        for n in names {
+            if !out.iter().any(|o| o == n) {
+                out.push(n.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The adaptation, optimisation and loss of a LoRA / full fit.
+fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, &LossConfig), String> {
+    let seed = fit.config.seed;
+    match &fit.config.method {
+        FitMethod::Lora { r, alpha, dropout, lr, epochs, targets, loss } => {
+            let config = LoraConfig {
+                r: *r as usize,
+                lora_alpha: *alpha,
+                lora_dropout: *dropout,
+                target_modules: Some(TargetModules::Names(peft_targets(targets)?)),
+                ..LoraConfig::default()
+            };
+            config.validate().map_err(|e| e.to_string())?;
+            let train = TrainConfig { epochs: *epochs as usize, lr: *lr, seed, ..TrainConfig::default() };
+            Ok((Adaptation::Lora(Box::new(config)), train, loss))
+        }
+        FitMethod::Full { lr, epochs, loss } => {
+            let train = TrainConfig { epochs: *epochs as usize, lr: *lr, seed, ..TrainConfig::default() };
+            Ok((Adaptation::Full, train, loss))
+        }
+        _ => Err("not a LoRA / full fit".into()),
+    }
+}
+
+/// The registry's `name=value` arguments of a recipe loss.
+pub(super) fn loss_args(loss: &LossConfig) -> Vec<String> {
+    loss.args.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// Checks that need no data: the targets, the LoRA settings and the loss exist.
+pub(super) fn supports(fit: &FitSpec) -> Result<(), String> {
+    let (_, _, loss) = plan(fit)?;
+    build_loss(&loss.name, &loss_args(loss)).map_err(|e| format!("loss `{}`: {e}", loss.name))?;
+    Ok(())
+}
+
+pub(super) fn execute(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    ctx: &mut RunContext<'_>,
+) -> Result<Vec<RunOutput>, ExecError> {
+    let c = &fit.config;
+    let (adaptation, train, loss) = plan(fit)?;
+    let loss = build_loss(&loss.name, &loss_args(loss))?;
+    let checkpoint = resolve_checkpoint(&c.encoder.spec)?.dir;
+    let preprocess = preprocess_for(&checkpoint)?;
+    let dataset = executor.dataset(&c.dataset.spec)?;
+    let split = split_of(&dataset, &c.split)?;
+    let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
+    let fit_dir = ctx.fit_dir();
+    let kind = adaptation.name();
+    ctx.report(&format!("{kind}: training on {} images", train_rows.len()));
+    let mut last_epoch = usize::MAX;
+    let mut epoch_lines = Vec::new();
+    let fitted = fine_tune(
+        FineTuneRequest {
+            checkpoint: &checkpoint,
+            preprocess: &preprocess,
+            dataset: &dataset,
+            train_rows: &train_rows,
+            adaptation,
+            train,
+        },
+        loss.as_ref(),
+        &executor.device,
+        Some(&fit_dir.join("train")),
+        &mut |s| {
+            if s.epoch != last_epoch || s.step == s.total_steps {
+                last_epoch = s.epoch;
+                epoch_lines.push(format!(
+                    "{kind}: epoch {} step {}/{} loss {:.4} lr {:.2e}",
+                    s.epoch + 1,
+                    s.step,
+                    s.total_steps,
+                    s.loss,
+                    s.lr
+                ));
+            }
+        },
+    )?;
+    for line in &epoch_lines {
+        ctx.report(line);
+    }
+    if let Some(step) = fitted.resumed_from {
+        ctx.report(&format!("{kind}: resumed from the checkpoint at step {step}"));
+    }
+    let model_dir =
+        fit_dir.join(if matches!(fitted.adaptation, Adaptation::Lora(_)) { "adapter" } else { "model" });
+    save_adapted(&fitted, &model_dir)?;
+
+    let predict = |dataset: &calibra_data::Dataset,
+                   rows: &[usize],
+                   condition: FeatureCondition|
+     -> Result<Vec<f64>, ExecError> {
+        Ok(predict_logits(
+            &fitted.model,
+            dataset,
+            rows,
+            &preprocess,
+            condition,
+            PREDICT_BATCH,
+            &executor.device,
+        )?)
+    };
+    let calibration = predictions_from_scores(
+        &dataset,
+        &split.calibration,
+        predict(&dataset, &split.calibration, FeatureCondition::Clean)?,
+    )?;
+    let mut calibrators = HashMap::new();
+    let mut by_condition: HashMap<String, calibra_predictions::Predictions> = HashMap::new();
+    let mut outputs = Vec::new();
+    for slot in &ctx.missing.clone() {
+        let key = condition_name(&slot.condition);
+        if !by_condition.contains_key(&key) {
+            ctx.report(&format!("{kind}: predicting test ({key})"));
+            let p = match &slot.condition {
+                Condition::Clean => predictions_from_scores(
+                    &dataset,
+                    &split.test,
+                    predict(&dataset, &split.test, FeatureCondition::Clean)?,
+                )?,
+                Condition::Perturbation { perturbation, severity } => {
+                    let condition = FeatureCondition::parse(&format!("{perturbation}:{severity}"))?;
+                    predictions_from_scores(
+                        &dataset,
+                        &split.test,
+                        predict(&dataset, &split.test, condition)?,
+                    )?
+                }
+                Condition::Shift { target } => {
+                    let shifted = executor.shift_dataset(fit, target, &dataset)?;
+                    let shifted_split = split_of(&shifted, &c.split)?;
+                    let scores = predict(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
+                    predictions_from_scores(&shifted, &shifted_split.test, scores)?
+                }
+            };
+            by_condition.insert(key.clone(), p);
+        }
+        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
+    }
+    Ok(outputs)
+}

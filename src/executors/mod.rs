@@ -1,0 +1,112 @@
+//! The executor `calibra run` (and `calibra train`) uses: frozen probes on cached encoder features
+//! ([`frozen`]), LoRA and full fine-tuning of an encoder with a linear head ([`adapted`]), and the
+//! `prior` baseline of calibra-run. Wiring only: features, training and models come from
+//! calibra-train / calibra-models, probes from calibra-probe, calibration / metrics / records from
+//! calibra-run's shared `slot_output`.
+
+mod adapted;
+mod frozen;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use burn::tensor::Device;
+use calibra_crs::{Condition, Regime};
+use calibra_data::{Dataset, DatasetSpec, LoadOptions};
+use calibra_run::baseline::BaselineExecutor;
+use calibra_run::{ExecError, Executor, FitMethod, FitSpec, RunContext, RunOutput};
+
+/// Probes this executor fits on frozen features (besides `prior`).
+const LEARNED_PROBES: [&str; 3] = ["logistic", "mlp", "knn"];
+
+/// Frozen probes, LoRA and full fine-tuning, plus the `prior` baseline.
+pub struct RunExecutor {
+    baseline: BaselineExecutor,
+    device: Device,
+    datasets: RefCell<HashMap<String, Rc<Dataset>>>,
+}
+
+impl RunExecutor {
+    /// Everything runs on burn's CPU backend.
+    pub fn new() -> Self {
+        RunExecutor {
+            baseline: BaselineExecutor::default(),
+            device: Device::flex(),
+            datasets: RefCell::default(),
+        }
+    }
+
+    fn dataset(&self, spec: &str) -> Result<Rc<Dataset>, ExecError> {
+        if let Some(d) = self.datasets.borrow().get(spec) {
+            return Ok(d.clone());
+        }
+        let d = Rc::new(calibra_data::load_dataset(&DatasetSpec::parse(spec)?, &LoadOptions::default())?);
+        self.datasets.borrow_mut().insert(spec.to_string(), d.clone());
+        Ok(d)
+    }
+
+    /// The dataset of shift target `target`, checked to have `dataset`'s labels.
+    fn shift_dataset(
+        &self,
+        fit: &FitSpec,
+        target: &str,
+        dataset: &Dataset,
+    ) -> Result<Rc<Dataset>, ExecError> {
+        let shifted = self.dataset(shift_spec(fit, target)?)?;
+        if shifted.labels.names != dataset.labels.names {
+            return Err(format!(
+                "shift target `{target}` has labels {:?}, the dataset {:?}",
+                shifted.labels.names, dataset.labels.names
+            )
+            .into());
+        }
+        Ok(shifted)
+    }
+}
+
+/// The dataset spec behind shift target `target` of `fit`.
+fn shift_spec<'a>(fit: &'a FitSpec, target: &str) -> Result<&'a str, ExecError> {
+    fit.shift_targets
+        .iter()
+        .find(|t| t.name == target)
+        .map(|t| t.spec.as_str())
+        .ok_or_else(|| format!("unknown shift target `{target}`").into())
+}
+
+/// `clean`, `<perturbation>:<severity>` or `shift:<target>`.
+fn condition_name(c: &Condition) -> String {
+    match c {
+        Condition::Clean => "clean".into(),
+        Condition::Perturbation { perturbation, severity } => format!("{perturbation}:{severity}"),
+        Condition::Shift { target } => format!("shift:{target}"),
+    }
+}
+
+impl Executor for RunExecutor {
+    fn supports(&self, fit: &FitSpec) -> Result<(), String> {
+        match (&fit.config.method, fit.config.regime) {
+            (FitMethod::Probe { probe, .. }, Regime::Frozen) if probe == "prior" => {
+                self.baseline.supports(fit)
+            }
+            (FitMethod::Probe { probe, .. }, Regime::Frozen) if LEARNED_PROBES.contains(&probe.as_str()) => {
+                Ok(())
+            }
+            (FitMethod::Lora { .. } | FitMethod::Full { .. }, _) => adapted::supports(fit),
+            _ => Err(format!(
+                "regime {} / {} is not wired into `calibra run` yet; this build runs frozen probes \
+                 (logistic, mlp, knn, prior), LoRA and full fine-tuning",
+                fit.config.regime, fit.config.probe
+            )),
+        }
+    }
+
+    fn execute(&self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<Vec<RunOutput>, ExecError> {
+        match &fit.config.method {
+            FitMethod::Probe { probe, .. } if probe == "prior" => self.baseline.execute(fit, ctx),
+            FitMethod::Probe { probe, layer } => frozen::execute_probe(self, fit, probe, *layer, ctx),
+            FitMethod::Lora { .. } | FitMethod::Full { .. } => adapted::execute(self, fit, ctx),
+            _ => Err(format!("regime {} is not wired into `calibra run` yet", fit.config.regime).into()),
+        }
+    }
+}
