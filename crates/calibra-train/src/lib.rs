@@ -2,11 +2,13 @@
 //! FLSD-53, MDCA, MbLS, MCM, ZS-Norm, the zero-shot range penalty, masked multilabel BCE) with a
 //! registry by name, the learning-rate schedules (warmup + cosine as in transformers; Dassl's
 //! constant-warmup cosine), global-norm gradient clipping over burn `GradientsParams`, the training
-//! loop with crash-safe checkpoints (`trainer`), and cached frozen-feature passes (`features`).
+//! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`), and
+//! CoOp / KgCoOp / ProGrad prompt tuning of CLIP models (`coop`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
 
+pub mod coop;
 pub mod error;
 // Frozen-feature passes and their cache (written by the lead; keep this line).
 pub mod features;
@@ -16,6 +18,7 @@ pub mod schedule;
 // The training loop (written by the lead; keep this line).
 pub mod trainer;
 
+pub use coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop};
 pub use error::TrainError;
 pub use grad_clip::{ClipOutcome, clip_grad_norm};
 pub use losses::{Loss, LossBatch, LossSpec, build_loss, registry};
