@@ -12,3 +12,4 @@ pub mod output;
 pub mod report;
 pub mod run;
 pub mod weights;
+pub mod zero_shot;
