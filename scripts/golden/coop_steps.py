@@ -14,8 +14,8 @@ ProGradLoss(T): the CE gradient is projected onto the normal plane of the KL gra
 
 On the tiny random CLIPModel of crates/calibra-models/tests/fixtures/clip (made by encoders_clip.py),
 with a fixed context init, fixed image features and labels, the script runs a few full-batch steps
-(one step per epoch, so the order of the batch does not matter) and writes the context after every
-step to crates/calibra-train/tests/golden/coop_steps.json. float32, as the Rust side.
+(one step per epoch, so the order of the batch does not matter) and writes the loss of every step and
+the final context to crates/calibra-train/tests/golden/coop_steps.json. float32, as the Rust side.
 
 Deterministic: fixed torch generators, one thread; re-running rewrites an identical file.
 """
@@ -181,7 +181,7 @@ def main() -> None:
             losses.append(float(loss.item()))
             opt.step()
             after.append(f32(ctx))
-        out = {"losses": losses, "ctx_after_step": after}
+        out = {"losses": losses, "ctx_final": after[-1]}
         if method == "prograd":
             out["projected"] = projected
         return out
@@ -216,9 +216,9 @@ def main() -> None:
         f.write("\n")
     c0 = ctx0.norm().item()
     for m in ("coop", "kgcoop", "prograd", "zs_norm", "range_penalty"):
-        last = torch.tensor(result[m]["ctx_after_step"][-1])
+        last = torch.tensor(result[m]["ctx_final"])
         print(m, "losses", result[m]["losses"], "|ctx-ctx0|/|ctx0|", ((last - ctx0).norm() / c0).item())
-    last = torch.tensor(result["csc_middle"]["ctx_after_step"][-1])
+    last = torch.tensor(result["csc_middle"]["ctx_final"])
     print("csc_middle losses", result["csc_middle"]["losses"], ((last - ctx0_csc).norm() / ctx0_csc.norm()).item())
     print("projected", result["prograd"]["projected"])
 
