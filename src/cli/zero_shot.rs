@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use calibra_crs::{Condition, Regime, RunRecord};
 use calibra_data::{BadImagePolicy, Split, SplitConfig, Target, decode_samples, perturb};
 use calibra_models::clip::{ClipModel, MVC_BENCH_TEMPLATES, ZeroShotClassifier};
@@ -80,6 +80,48 @@ pub struct ZeroShotArgs {
     /// Output directory (created if needed; its files are replaced atomically).
     #[arg(long)]
     pub out: PathBuf,
+}
+
+/// Projected CLIP image features (`ClipModel::image_features`, not normalised) of a prepared pass's
+/// split under its condition, row-major `[n, dim]` in the pass's index order; `progress(done)` after
+/// each batch. This is the one image-tower pass that zero-shot and CoOp need (CoOp trains on these
+/// features without running the image tower again).
+pub fn clip_image_features(
+    pass: &PreparedPass,
+    model: &ClipModel,
+    batch_size: usize,
+    device: &Device,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Vec<f32>, usize)> {
+    let dataset = &pass.dataset;
+    let condition = pass.request.condition;
+    let mut features: Vec<f32> = Vec::new();
+    let mut dim = 0;
+    let mut done = 0;
+    for chunk in pass.indices.chunks(batch_size.max(1)) {
+        let decoded = decode_samples(dataset, chunk, BadImagePolicy::Fail, |i, image| {
+            let image = match condition {
+                FeatureCondition::Clean => image,
+                FeatureCondition::Perturbed { perturbation, severity } => {
+                    perturb(&image, &dataset.samples[i].id, perturbation, severity)?
+                }
+            };
+            Ok(pass.preprocess.apply(&image))
+        })?;
+        let first = &decoded.items[0].1;
+        let (c, h, w) = (first.channels, first.height, first.width);
+        let mut pixels = Vec::with_capacity(chunk.len() * c * h * w);
+        for (_, t) in &decoded.items {
+            pixels.extend_from_slice(&t.data);
+        }
+        let images = Tensor::<4>::from_data(TensorData::new(pixels, [chunk.len(), c, h, w]), device);
+        let out = model.image_features(images)?;
+        dim = out.dims()[1];
+        features.extend(out.to_data().iter::<f32>());
+        done += chunk.len();
+        progress(done);
+    }
+    Ok((features, dim))
 }
 
 /// The templates asked for, as (id, text).
@@ -249,32 +291,11 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
             .progress_chars("=> "),
     );
     let start = Instant::now();
-    let mut features: Vec<f32> = Vec::new();
-    let mut dim = 0;
-    for chunk in pass.indices.chunks(args.batch_size) {
-        let decoded = decode_samples(dataset, chunk, BadImagePolicy::Fail, |i, image| {
-            let image = match condition {
-                FeatureCondition::Clean => image,
-                FeatureCondition::Perturbed { perturbation, severity } => {
-                    perturb(&image, &dataset.samples[i].id, perturbation, severity)?
-                }
-            };
-            Ok(pass.preprocess.apply(&image))
-        })?;
-        let first = &decoded.items[0].1;
-        let (c, h, w) = (first.channels, first.height, first.width);
-        let mut pixels = Vec::with_capacity(chunk.len() * c * h * w);
-        for (_, t) in &decoded.items {
-            pixels.extend_from_slice(&t.data);
-        }
-        let images = Tensor::<4>::from_data(TensorData::new(pixels, [chunk.len(), c, h, w]), &device);
-        let out = model.image_features(images)?;
-        dim = out.dims()[1];
-        features.extend(out.to_data().iter::<f32>());
-        bar.inc(chunk.len() as u64);
+    let (features, dim) = clip_image_features(&pass, &model, args.batch_size, &device, &mut |done| {
+        bar.set_position(done as u64);
         let secs = start.elapsed().as_secs_f64();
-        bar.set_message(format!("{:.1} images/s", bar.position() as f64 / secs.max(1e-9)));
-    }
+        bar.set_message(format!("{:.1} images/s", done as f64 / secs.max(1e-9)));
+    })?;
     bar.finish_and_clear();
     let n = labels.len();
     let image_features = Tensor::<2>::from_data(TensorData::new(features, [n, dim]), &device);
