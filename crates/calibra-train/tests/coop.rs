@@ -407,3 +407,27 @@ fn bad_inputs_are_named() {
     assert!(go(&[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0], &[0, 1]).contains("row 1 is all zeros"));
     assert!(go(&[1.0, f32::NAN, 1.0, 1.0], &[0]).contains("row 0, column 1"));
 }
+
+#[test]
+fn phrase_init_sets_the_context_length_and_class_specific_context_has_one_row_per_class() {
+    let (model, tok, device) = load();
+    let classnames = classnames();
+    let dim = 32;
+    let (x, y, _, _) = split_features(dim);
+    let ce = build_loss::<&str>("ce", &[]).unwrap();
+    let config = CoopConfig {
+        ctx_init: Some("a photo of a".into()),
+        csc: true,
+        class_position: ClassTokenPosition::Front,
+        epochs: 1,
+        batch_size: 32,
+        ..CoopConfig::default()
+    };
+    let out =
+        train_coop(&model, &tok, &classnames, &x, dim, &y, ce.as_ref(), &config, &device, None, &mut |_| {})
+            .unwrap();
+    // "a photo of a" is 4 BPE tokens in the fixture vocabulary (CoOp: n_ctx = word count = 4).
+    assert_eq!(out.learner.ctx.val().dims(), [3, 4, 48]);
+    assert_eq!(out.total_steps, 1, "60 images, batch 32: one full batch (Dassl drop_last)");
+    assert_eq!(out.n_classes(), 3);
+}
