@@ -41,6 +41,9 @@ enum Command {
     Merge(cli::merge::MergeArgs),
     /// Regenerate the evaluation report of a run store from its records and saved recipe alone.
     Report(cli::report::ReportArgs),
+    /// Zero-shot predictions of a CLIP model, one predictions file and run record per prompt template
+    /// (MVC-Bench P1…P7 or your own), with the metrics' spread across templates.
+    ZeroShot(cli::zero_shot::ZeroShotArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -67,5 +70,6 @@ fn run(command: Command) -> Result<()> {
         Command::Train(args) => cli::train::run(&args),
         Command::Merge(args) => cli::merge::run(&args),
         Command::Report(args) => cli::report::run(&args),
+        Command::ZeroShot(args) => cli::zero_shot::run(&args),
     }
 }

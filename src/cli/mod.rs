@@ -13,3 +13,4 @@ pub mod report;
 pub mod run;
 pub mod train;
 pub mod weights;
+pub mod zero_shot;

@@ -2,23 +2,23 @@
 //! FLSD-53, MDCA, MbLS, MCM, ZS-Norm, the zero-shot range penalty, masked multilabel BCE) with a
 //! registry by name, the learning-rate schedules (warmup + cosine as in transformers; Dassl's
 //! constant-warmup cosine), global-norm gradient clipping over burn `GradientsParams`, the training
-//! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`), and
-//! fine-tuning an encoder with a head by LoRA, in full or head-only (`fine_tune`).
+//! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`),
+//! fine-tuning an encoder with a head by LoRA, in full or head-only (`fine_tune`), and CoOp /
+//! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
 
+pub mod coop;
 pub mod error;
-// Frozen-feature passes and their cache (written by the lead; keep this line).
 pub mod features;
-// Encoder + head, LoRA / full / head-only fine-tuning end to end (written by the lead).
 pub mod fine_tune;
 pub mod grad_clip;
 pub mod losses;
 pub mod schedule;
-// The training loop (written by the lead; keep this line).
 pub mod trainer;
 
+pub use coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop};
 pub use error::TrainError;
 pub use grad_clip::{ClipOutcome, clip_grad_norm};
 pub use losses::{Loss, LossBatch, LossSpec, build_loss, registry};

@@ -1,0 +1,226 @@
+//! Hyper-parameters of a CoOp run ([`CoopConfig`]) and the prompt-tuning method ([`CoopMethod`]).
+
+use calibra_models::clip::{ClassTokenPosition, ContextInit, PromptLearnerConfig};
+use serde::{Deserialize, Serialize};
+
+use super::error::CoopError;
+
+/// Which prompt-tuning objective a run optimises (spec §E).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CoopMethod {
+    /// CoOp (Zhou et al., IJCV 2022): the configured loss only.
+    Coop,
+    /// KgCoOp (Yao et al., CVPR 2023), code form (`htyao89/KgCoOp trainers/kgcoop.py`):
+    /// `L = loss + λ · (1 − (1/K) Σ_k cos(w_k, w_k^clip))` with `w_k^clip` the frozen zero-shot text
+    /// feature of class `k` ([`CoopConfig::zero_shot_template`]); reference λ = 8.
+    KgCoop {
+        /// Weight λ of the knowledge-guidance term.
+        lambda: f64,
+    },
+    /// ProGrad (Zhu et al., ICCV 2023): the gradient `g` of the configured loss is replaced by
+    /// `g − λ (g·ĝ_kl) ĝ_kl` when `g·g_kl < 0`, where `g_kl` is the gradient of
+    /// `L_kl = (1/B) Σ_i Σ_k −softmax(z^zs_i/T)_k · log softmax(z_i/T)_k · T²` (zero-shot teacher);
+    /// `L_kl` itself is not minimised. Reference λ = 1, T = 1.
+    ProGrad {
+        /// Projection strength λ (1: onto the normal plane of `g_kl`).
+        lambda: f64,
+        /// Distillation temperature T.
+        temperature: f64,
+    },
+}
+
+impl CoopMethod {
+    /// KgCoOp with the reference weight λ = 8 (spec §E2).
+    pub const KGCOOP_DEFAULT: CoopMethod = CoopMethod::KgCoop { lambda: 8.0 };
+    /// ProGrad with the reference λ = 1, T = 1 (spec §E3).
+    pub const PROGRAD_DEFAULT: CoopMethod = CoopMethod::ProGrad { lambda: 1.0, temperature: 1.0 };
+
+    /// A short name: `coop`, `kgcoop`, `prograd`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CoopMethod::Coop => "coop",
+            CoopMethod::KgCoop { .. } => "kgcoop",
+            CoopMethod::ProGrad { .. } => "prograd",
+        }
+    }
+
+    /// Whether the method needs the frozen zero-shot classifier.
+    pub fn needs_zero_shot(&self) -> bool {
+        !matches!(self, CoopMethod::Coop)
+    }
+}
+
+/// Hyper-parameters of a CoOp / KgCoOp / ProGrad run.
+///
+/// Defaults are CoOp's reference config (`KaiyangZhou/CoOp configs/trainers/CoOp/vit_b16_ep50.yaml`
+/// with Dassl's optimiser defaults, spec §E1): 16 random context tokens (`N(0, 0.02²)`), unified
+/// context, class token at the end; SGD lr 0.002, momentum 0.9 (dampening 0, no Nesterov), weight
+/// decay 5e-4 added to the gradient (`torch.optim.SGD`); 50 epochs of batch 32 with Dassl's cosine
+/// schedule stepped per epoch after 1 warm-up epoch at the constant rate 1e-5
+/// ([`crate::ConstantWarmupCosine`]). CoOp uses 50 epochs for 1–2 shots, 100 for 4–8 and 200 for 16.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoopConfig {
+    /// Number of context tokens (ignored when `ctx_init` is set: the phrase's token count wins).
+    pub n_ctx: usize,
+    /// Initialise the context from this phrase (e.g. `"a photo of a"`) instead of at random.
+    pub ctx_init: Option<String>,
+    /// Class-specific context (CoOp `CSC`).
+    pub csc: bool,
+    /// Where the class-name tokens go.
+    pub class_position: ClassTokenPosition,
+    /// Epochs (Dassl `MAX_EPOCH`; also the cosine period).
+    pub epochs: usize,
+    /// Images per step. As Dassl's train loader, the last incomplete batch of an epoch is dropped
+    /// when the training set holds at least one full batch.
+    pub batch_size: usize,
+    /// Base learning rate.
+    pub lr: f64,
+    /// SGD momentum (dampening 0, no Nesterov).
+    pub momentum: f64,
+    /// L2 weight decay added to the gradient (`torch.optim.SGD` form).
+    pub weight_decay: f64,
+    /// Epochs of constant warm-up.
+    pub warmup_epochs: usize,
+    /// Learning rate during warm-up.
+    pub warmup_lr: f64,
+    /// Seeds the random context init and the batch order.
+    pub seed: u64,
+    /// CoOp, KgCoOp or ProGrad.
+    pub method: CoopMethod,
+    /// The hand-crafted template (one `{}`) of the frozen zero-shot classifier used by KgCoOp,
+    /// ProGrad and the losses that need zero-shot logits (`zs_norm`, `range_penalty`).
+    pub zero_shot_template: String,
+    /// Write a checkpoint every this many steps when a checkpoint directory is given (0: at the end only).
+    pub checkpoint_every: usize,
+}
+
+impl Default for CoopConfig {
+    fn default() -> Self {
+        CoopConfig {
+            n_ctx: 16,
+            ctx_init: None,
+            csc: false,
+            class_position: ClassTokenPosition::End,
+            epochs: 50,
+            batch_size: 32,
+            lr: 0.002,
+            momentum: 0.9,
+            weight_decay: 5e-4,
+            warmup_epochs: 1,
+            warmup_lr: 1e-5,
+            seed: 1,
+            method: CoopMethod::Coop,
+            zero_shot_template: "a photo of a {}.".into(),
+            checkpoint_every: 0,
+        }
+    }
+}
+
+fn finite_at_least(what: &str, value: f64, min: f64) -> Result<(), CoopError> {
+    if !(value.is_finite() && value >= min) {
+        return Err(CoopError::Config(format!("{what} must be a finite number >= {min}, got {value}")));
+    }
+    Ok(())
+}
+
+impl CoopConfig {
+    /// Checks every field. Errors name the field and the accepted range.
+    pub fn validate(&self) -> Result<(), CoopError> {
+        if self.epochs == 0 || self.batch_size == 0 {
+            return Err(CoopError::Config(format!(
+                "epochs ({}) and batch_size ({}) must be >= 1",
+                self.epochs, self.batch_size
+            )));
+        }
+        if self.ctx_init.is_none() && self.n_ctx == 0 {
+            return Err(CoopError::Config("n_ctx must be >= 1 with a random context init".into()));
+        }
+        if let Some(phrase) = &self.ctx_init
+            && phrase.trim().is_empty()
+        {
+            return Err(CoopError::Config("ctx_init is an empty phrase; omit it for a random init".into()));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(CoopError::Config(format!("lr must be a positive number, got {}", self.lr)));
+        }
+        finite_at_least("warmup_lr", self.warmup_lr, 0.0)?;
+        finite_at_least("weight_decay", self.weight_decay, 0.0)?;
+        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
+            return Err(CoopError::Config(format!("momentum must be in [0, 1), got {}", self.momentum)));
+        }
+        match self.method {
+            CoopMethod::Coop => {}
+            CoopMethod::KgCoop { lambda } => finite_at_least("KgCoOp lambda", lambda, 0.0)?,
+            CoopMethod::ProGrad { lambda, temperature } => {
+                finite_at_least("ProGrad lambda", lambda, 0.0)?;
+                if !(temperature.is_finite() && temperature > 0.0) {
+                    return Err(CoopError::Config(format!(
+                        "ProGrad temperature must be a positive number, got {temperature}"
+                    )));
+                }
+            }
+        }
+        if self.zero_shot_template.matches("{}").count() != 1 {
+            return Err(CoopError::Config(format!(
+                "zero_shot_template {:?} must contain exactly one '{{}}'",
+                self.zero_shot_template
+            )));
+        }
+        Ok(())
+    }
+
+    /// The prompt-learner config this run builds its context from (random init seeded by `seed`).
+    pub fn prompt_learner(&self) -> PromptLearnerConfig {
+        let init = match &self.ctx_init {
+            Some(phrase) => ContextInit::Phrase(phrase.clone()),
+            None => ContextInit::Random { seed: self.seed },
+        };
+        PromptLearnerConfig::new()
+            .with_n_ctx(self.n_ctx)
+            .with_class_specific(self.csc)
+            .with_position(self.class_position)
+            .with_init(init)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        CoopConfig::default().validate().unwrap();
+        let bad = |c: CoopConfig, word: &str| {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(word), "{e}");
+        };
+        bad(CoopConfig { epochs: 0, ..CoopConfig::default() }, "epochs");
+        bad(CoopConfig { lr: 0.0, ..CoopConfig::default() }, "lr");
+        bad(CoopConfig { momentum: 1.0, ..CoopConfig::default() }, "momentum");
+        bad(CoopConfig { n_ctx: 0, ..CoopConfig::default() }, "n_ctx");
+        bad(
+            CoopConfig { zero_shot_template: "a photo".into(), ..CoopConfig::default() },
+            "zero_shot_template",
+        );
+        bad(
+            CoopConfig {
+                method: CoopMethod::ProGrad { lambda: 1.0, temperature: 0.0 },
+                ..CoopConfig::default()
+            },
+            "temperature",
+        );
+    }
+
+    #[test]
+    fn config_round_trips_through_json() {
+        let c = CoopConfig {
+            method: CoopMethod::KGCOOP_DEFAULT,
+            ctx_init: Some("a photo of a".into()),
+            ..CoopConfig::default()
+        };
+        let back: CoopConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+}

@@ -1,0 +1,360 @@
+//! The CoOp training loop: only the context vectors of a [`PromptLearner`] train; the text tower
+//! runs every step on the K prompts (the gradient reaches the context through it) and the image
+//! tower never runs (its features are an input, computed once).
+//!
+//! One step on the batch `B` of (L2-normalised) image features `v_i`:
+//!
+//! ```text
+//! w_k = l2n(text_projection(text_tower(prompts_k(ctx))))      k = 1..K
+//! z_ik = exp(logit_scale) · v_i · w_k                           (CoOp CustomCLIP.forward)
+//! L    = loss(z, y [, z^zs])  (+ λ·(1 − mean_k cos(w_k, w_k^clip)) for KgCoOp)
+//! ctx  ← SGD-momentum step on ∇_ctx L (ProGrad: the projected gradient, see `prograd`)
+//! ```
+//!
+//! with `z^zs = exp(logit_scale) · v_i · w_k^clip` the frozen zero-shot logits of the same images
+//! (template [`CoopConfig::zero_shot_template`]). The learning rate is Dassl's constant-warmup
+//! cosine, constant within an epoch.
+//!
+//! Determinism: the batch order of epoch `e` is [`epoch_order`]`(n, seed, e)` and nothing else is
+//! random (the random context init is seeded by `seed`), so the run is a function of its inputs,
+//! config and seed; a resumed run ends with the same context as an uninterrupted one.
+
+use std::path::Path;
+
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig, decay::WeightDecayConfig};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use calibra_models::clip::{ClipModel, PromptLearner, ZeroShotClassifier, l2_normalize};
+use calibra_models::tokenizer::ClipTokenizer;
+
+use super::checkpoint::{self, CoopState};
+use super::config::{CoopConfig, CoopMethod};
+use super::error::CoopError;
+use super::kgcoop::knowledge_guidance;
+use super::prograd::{distillation_loss, project_conflicting};
+use crate::losses::{Loss, LossBatch, finite_value};
+use crate::schedule::ConstantWarmupCosine;
+use crate::trainer::{StepReport, epoch_order};
+
+/// The result of [`train_coop`].
+#[derive(Debug)]
+pub struct CoopOutcome {
+    /// The trained prompt learner (its context lives on the autodiff view of the device).
+    pub learner: PromptLearner,
+    /// The loss of every step (the configured loss, plus the KgCoOp term for KgCoOp), including
+    /// the steps before a resume.
+    pub losses: Vec<f64>,
+    /// `w_k`: the learned prompts' text features, L2-normalised, row-major `[K, dim]`.
+    pub text_features: Vec<f32>,
+    /// Width `p` of the joint embedding.
+    pub dim: usize,
+    /// `exp(logit_scale)`.
+    pub scale: f64,
+    /// Optimiser steps of the whole run.
+    pub total_steps: usize,
+    /// The step a checkpoint let the run start from (`None`: from scratch).
+    pub resumed_from: Option<usize>,
+}
+
+impl CoopOutcome {
+    /// Number of classes `K`.
+    pub fn n_classes(&self) -> usize {
+        self.text_features.len() / self.dim.max(1)
+    }
+
+    /// Logits `exp(logit_scale) · cos(v_i, w_k)` of other (projected, normalised or not) image
+    /// features, row-major `[n, K]`, computed in f64 on the host.
+    ///
+    /// Errors: a length that is not a multiple of `dim`, a non-finite value, or a zero row (its
+    /// cosine is undefined).
+    pub fn logits(&self, image_features: &[f32]) -> Result<Vec<f64>, CoopError> {
+        let rows = normalized_rows(image_features, self.dim, "image features")?;
+        let k = self.n_classes();
+        let mut out = Vec::with_capacity(rows.len() / self.dim * k);
+        for v in rows.chunks(self.dim) {
+            for w in self.text_features.chunks(self.dim) {
+                let dot: f64 = v.iter().zip(w).map(|(a, b)| a * f64::from(*b)).sum();
+                out.push(self.scale * dot);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Rows of `values` (`[n, dim]`) divided by their L2 norm, in f64.
+fn normalized_rows(values: &[f32], dim: usize, what: &str) -> Result<Vec<f64>, CoopError> {
+    if dim == 0 || !values.len().is_multiple_of(dim) {
+        return Err(CoopError::Config(format!(
+            "{what}: {} values is not a whole number of rows of width {dim}",
+            values.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(values.len());
+    for (row, chunk) in values.chunks(dim).enumerate() {
+        if let Some(col) = chunk.iter().position(|x| !x.is_finite()) {
+            return Err(CoopError::Config(format!("{what}: row {row}, column {col} is not finite")));
+        }
+        let norm = chunk.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            return Err(CoopError::Config(format!("{what}: row {row} is all zeros (no direction)")));
+        }
+        out.extend(chunk.iter().map(|&x| f64::from(x) / norm));
+    }
+    Ok(out)
+}
+
+/// Steps per epoch: as Dassl's train loader (`drop_last` when the set holds a full batch).
+pub fn steps_per_epoch(n: usize, batch_size: usize) -> usize {
+    if n >= batch_size { n / batch_size } else { 1 }
+}
+
+/// Trains a CoOp / KgCoOp / ProGrad prompt for `classnames` on frozen image features.
+///
+/// - `model`: the CLIP model on `device` (a plain device; the context is trained on
+///   `device.autodiff()`, the towers' weights stay constants).
+/// - `image_features`: row-major `[n, dim]` projected image features (`ClipModel::image_features`),
+///   normalised or not — every row is L2-normalised here (CoOp normalises them in its forward).
+/// - `labels`: one class index in `0..K` per row.
+/// - `loss`: any class-label loss of the registry (CE for CoOp); losses that need zero-shot logits
+///   (`zs_norm`, `range_penalty`) get those of the frozen zero-shot classifier on the same batch.
+/// - `checkpoint_dir`: as [`crate::trainer::train`]: `checkpoint/` is written there every
+///   `checkpoint_every` steps and at the end, and a run finding a checkpoint of the same config,
+///   class names and training-set size continues from it.
+/// - `progress`: called after every step.
+///
+/// The context is initialised from `config` ([`CoopConfig::prompt_learner`]); use
+/// [`train_prompt_learner`] to start from a given learner.
+#[allow(clippy::too_many_arguments)]
+pub fn train_coop(
+    model: &ClipModel,
+    tokenizer: &ClipTokenizer,
+    classnames: &[String],
+    image_features: &[f32],
+    dim: usize,
+    labels: &[usize],
+    loss: &dyn Loss,
+    config: &CoopConfig,
+    device: &Device,
+    checkpoint_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<CoopOutcome, CoopError> {
+    config.validate()?;
+    let learner = config.prompt_learner().init(model, tokenizer, classnames, device)?;
+    train_prompt_learner(
+        model,
+        tokenizer,
+        classnames,
+        learner,
+        image_features,
+        dim,
+        labels,
+        loss,
+        config,
+        device,
+        checkpoint_dir,
+        progress,
+    )
+}
+
+/// [`train_coop`] from an already built learner (a fixed context init; `config`'s prompt fields
+/// are then not used). `learner` must have been built for `classnames` on `device`.
+#[allow(clippy::too_many_arguments)]
+pub fn train_prompt_learner(
+    model: &ClipModel,
+    tokenizer: &ClipTokenizer,
+    classnames: &[String],
+    learner: PromptLearner,
+    image_features: &[f32],
+    dim: usize,
+    labels: &[usize],
+    loss: &dyn Loss,
+    config: &CoopConfig,
+    device: &Device,
+    checkpoint_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<CoopOutcome, CoopError> {
+    config.validate()?;
+    let k = classnames.len();
+    if learner.n_classes() != k {
+        return Err(CoopError::Config(format!(
+            "the prompt learner has {} classes, {k} class names were given",
+            learner.n_classes()
+        )));
+    }
+    let rows = normalized_rows(image_features, dim, "image features")?;
+    let n = rows.len() / dim;
+    if n == 0 {
+        return Err(CoopError::Config("the training set is empty".into()));
+    }
+    if labels.len() != n {
+        return Err(CoopError::Config(format!("{} labels for {n} image-feature rows", labels.len())));
+    }
+    if let Some((row, &label)) = labels.iter().enumerate().find(|(_, l)| **l >= k) {
+        return Err(CoopError::Config(format!("label row {row}: class {label} is outside 0..{k}")));
+    }
+
+    let plain = device.clone().inner();
+    let images = Tensor::<2>::from_data(
+        TensorData::new(rows.iter().map(|&x| x as f32).collect::<Vec<f32>>(), [n, dim]),
+        &plain,
+    );
+    let scale = model.logit_scale_exp();
+    let zero_shot = if config.method.needs_zero_shot() || loss.needs_zero_shot() {
+        let template = vec![config.zero_shot_template.clone()];
+        Some(ZeroShotClassifier::new(model, tokenizer, classnames, &template, &plain)?)
+    } else {
+        None
+    };
+    let zs_logits = zero_shot.as_ref().map(|zs| zs.logits_from_features(images.clone()));
+
+    let steps_per_epoch = steps_per_epoch(n, config.batch_size);
+    let total_steps = steps_per_epoch * config.epochs;
+    let schedule =
+        ConstantWarmupCosine::new(config.lr, config.epochs, config.warmup_epochs, config.warmup_lr)?;
+    let momentum = (config.momentum > 0.0).then(|| {
+        MomentumConfig::new().with_momentum(config.momentum).with_dampening(0.0).with_nesterov(false)
+    });
+    let decay = (config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32));
+    let mut optimizer: ModuleOptimizer =
+        SgdConfig::new().with_momentum(momentum).with_weight_decay(decay).init();
+
+    let ctx = learner.ctx.val().inner().autodiff();
+    let mut learner = learner.with_context(ctx)?;
+    let mut start = 0;
+    let mut losses = Vec::with_capacity(total_steps);
+    let mut resumed_from = None;
+    if let Some(dir) = checkpoint_dir
+        && let Some((state, path)) = checkpoint::read(dir)?
+    {
+        if state.config != *config || state.n_train != n || state.classnames != classnames {
+            return Err(CoopError::Checkpoint {
+                path,
+                why: "was written by a run with another config, class names or training set; remove it \
+                      to start over"
+                    .into(),
+            });
+        }
+        (learner, optimizer) = checkpoint::load(&path, learner, optimizer)?;
+        start = state.step;
+        losses = state.losses;
+        resumed_from = Some(start);
+    }
+
+    let mut order: Vec<usize> = Vec::new();
+    let mut order_epoch = usize::MAX;
+    for step in start..total_steps {
+        let epoch = step / steps_per_epoch;
+        if epoch != order_epoch {
+            order = epoch_order(n, config.seed, epoch);
+            order_epoch = epoch;
+        }
+        let within = step % steps_per_epoch;
+        let end = ((within + 1) * config.batch_size).min(n);
+        let indices = &order[within * config.batch_size..end];
+        let index = Tensor::<1, Int>::from_data(
+            TensorData::new(indices.iter().map(|&i| i as i64).collect::<Vec<i64>>(), [indices.len()]),
+            &plain,
+        );
+        let batch_images = images.clone().select(0, index.clone());
+        let batch_labels: Vec<usize> = indices.iter().map(|&i| labels[i]).collect();
+        let batch_zs = zs_logits.as_ref().map(|z| z.clone().select(0, index));
+
+        let forward = |learner: &PromptLearner| -> Result<(Tensor<2>, Tensor<2>), CoopError> {
+            let text = l2_normalize(learner.text_features(model)?);
+            let logits = batch_images.clone().matmul(text.clone().transpose()) * scale;
+            Ok((logits, text))
+        };
+        let task_loss = |logits: Tensor<2>| -> Result<Tensor<1>, CoopError> {
+            let mut batch = LossBatch::classes(logits, &batch_labels)?;
+            if loss.needs_zero_shot() {
+                let zs = batch_zs.clone().expect("zero-shot logits are built when the loss needs them");
+                batch = batch.with_zero_shot(zs)?;
+            }
+            Ok(loss.forward(&batch)?)
+        };
+        let ctx_id = learner.ctx.id;
+        let (loss_value, grads) = match config.method {
+            CoopMethod::Coop => {
+                let (logits, _) = forward(&learner)?;
+                let value = task_loss(logits)?;
+                let v = finite_value(&value)?;
+                (v, GradientsParams::from_grads(value.backward(), &learner))
+            }
+            CoopMethod::KgCoop { lambda } => {
+                let (logits, text) = forward(&learner)?;
+                let clip = zero_shot.as_ref().expect("built for KgCoOp").class_embeddings.clone();
+                let value = task_loss(logits)? + knowledge_guidance(text, clip) * lambda;
+                let v = finite_value(&value)?;
+                (v, GradientsParams::from_grads(value.backward(), &learner))
+            }
+            CoopMethod::ProGrad { lambda, temperature } => {
+                // Two passes: burn's backward consumes the graph.
+                let (logits, _) = forward(&learner)?;
+                let teacher = batch_zs.clone().expect("built for ProGrad");
+                let kl = distillation_loss(logits, teacher, temperature);
+                finite_value(&kl)?;
+                let mut kl_grads = GradientsParams::from_grads(kl.backward(), &learner);
+                let g_kl = kl_grads.remove::<3>(ctx_id).map(|g| host(&g));
+                let (logits, _) = forward(&learner)?;
+                let value = task_loss(logits)?;
+                let v = finite_value(&value)?;
+                let mut grads = GradientsParams::from_grads(value.backward(), &learner);
+                if let (Some(g_kl), Some(g)) = (g_kl, grads.remove::<3>(ctx_id)) {
+                    let dims = g.dims();
+                    let mut g_host = host(&g);
+                    project_conflicting(&mut g_host, &g_kl, lambda);
+                    let values: Vec<f32> = g_host.iter().map(|&x| x as f32).collect();
+                    grads
+                        .register(ctx_id, Tensor::<3>::from_data(TensorData::new(values, dims), &g.device()));
+                }
+                (v, grads)
+            }
+        };
+        let grad_norm =
+            grads.get::<3>(ctx_id).map(|g| host(&g).iter().map(|x| x * x).sum::<f64>().sqrt()).unwrap_or(0.0);
+        let lr = schedule.lr(epoch);
+        learner = optimizer.step(lr, learner, grads);
+        losses.push(loss_value);
+        progress(&StepReport {
+            step: step + 1,
+            total_steps,
+            epoch,
+            loss: loss_value,
+            lr,
+            grad_norm,
+            images: indices.len(),
+        });
+        let done = step + 1;
+        if let Some(dir) = checkpoint_dir
+            && (done == total_steps || (config.checkpoint_every > 0 && done % config.checkpoint_every == 0))
+        {
+            let state = CoopState {
+                format: 1,
+                step: done,
+                config: config.clone(),
+                classnames: classnames.to_vec(),
+                n_train: n,
+                losses: losses.clone(),
+            };
+            checkpoint::write(dir, &learner, &optimizer, &state)?;
+        }
+    }
+
+    let text = l2_normalize(learner.text_features(model)?).inner();
+    let p = text.dims()[1];
+    let text_features: Vec<f32> = text.to_data().iter::<f32>().collect();
+    Ok(CoopOutcome {
+        learner,
+        losses,
+        text_features,
+        dim: p,
+        scale: f64::from(scale),
+        total_steps,
+        resumed_from,
+    })
+}
+
+/// A tensor's values on the host, as f64.
+fn host<const D: usize>(t: &Tensor<D>) -> Vec<f64> {
+    t.to_data().iter::<f64>().collect()
+}
