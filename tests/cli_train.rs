@@ -100,7 +100,8 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     assert_eq!(config["r"], 8);
 
     // Loaded back onto the base checkpoint, the adapter gives the recorded clean-test logits.
-    let clean = records.iter().find(|r| r["condition"]["kind"] == "clean" && r["calibrator"] == "none").unwrap();
+    let clean =
+        records.iter().find(|r| r["condition"]["kind"] == "clean" && r["calibrator"] == "none").unwrap();
     let (ids, recorded) = read_logits(&store.join(clean["paths"]["predictions"].as_str().unwrap()));
     let device = Device::flex();
     let model = load_adapted_lora(&ck, &adapter, &device).unwrap();
@@ -108,7 +109,8 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     let rows: Vec<usize> =
         ids.iter().map(|id| dataset.samples.iter().position(|s| &s.id == id).unwrap()).collect();
     let preprocess = preprocess_for(&ck).unwrap();
-    let again = predict_logits(&model, &dataset, &rows, &preprocess, FeatureCondition::Clean, 16, &device).unwrap();
+    let again =
+        predict_logits(&model, &dataset, &rows, &preprocess, FeatureCondition::Clean, 16, &device).unwrap();
     assert_eq!(again.len(), recorded.len());
     let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
@@ -121,7 +123,8 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     assert_eq!(fs::read(store.join(rel)).unwrap(), fs::read(twin.join(rel)).unwrap());
     assert_eq!(
         fs::read(adapter.join("adapter_model.safetensors")).unwrap(),
-        fs::read(twin.join(fits[0].strip_prefix(&store).unwrap()).join("adapter/adapter_model.safetensors")).unwrap()
+        fs::read(twin.join(fits[0].strip_prefix(&store).unwrap()).join("adapter/adapter_model.safetensors"))
+            .unwrap()
     );
     let again = train(&ck, &store, &["--resume"]);
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
@@ -140,9 +143,74 @@ fn bad_flags_fail_before_any_work() {
     assert!(!store.join("runs.jsonl").exists());
 
     let out = calibra(&[
-        "train", "--encoder", "no/such/dir", "--data", DATA, "--regime", "lora", "--out",
+        "train",
+        "--encoder",
+        "no/such/dir",
+        "--data",
+        DATA,
+        "--regime",
+        "lora",
+        "--out",
         store.to_str().unwrap(),
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/dir"));
+}
+
+#[test]
+fn coop_trains_a_prompt_on_the_tiny_clip_and_writes_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures");
+    let ck = tmp.path().join("tiny-clip");
+    fs::create_dir_all(&ck).unwrap();
+    for f in ["config.json", "model.safetensors"] {
+        fs::copy(fixtures.join("clip").join(f), ck.join(f)).unwrap();
+    }
+    for f in ["tokenizer.json", "tokenizer_config.json"] {
+        fs::copy(fixtures.join("tokenizer/hf").join(f), ck.join(f)).unwrap();
+    }
+    fs::write(
+        ck.join("preprocessor_config.json"),
+        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 3,
+            "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711]}"#,
+    )
+    .unwrap();
+    let store = tmp.path().join("store");
+    let out = calibra(&[
+        "train",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--regime",
+        "coop",
+        "--n-ctx",
+        "4",
+        "--epochs",
+        "3",
+        "--lr",
+        "0.02",
+        "--loss",
+        "mcm",
+        "--loss-arg",
+        "alpha=0.1",
+        "--loss-arg",
+        "beta=0.01",
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 2); // clean × (none + temperature)
+    for r in &records {
+        assert_eq!(r["regime"], "coop");
+        assert_eq!(r["probe"], "mcm");
+    }
+    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    let prompt: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(fits[0].join("prompt.json")).unwrap()).unwrap();
+    assert_eq!(prompt["losses"].as_array().unwrap().len(), 3 * 3); // 112 train images / 32 per step
 }

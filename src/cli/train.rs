@@ -49,7 +49,8 @@ pub struct TrainArgs {
     /// Feature depth of `--regime probe`, as a fraction of the encoder's blocks.
     #[arg(long, default_value_t = 1.0)]
     pub layer: f64,
-    /// Training loss (lora / full / coop): a registry name (ce, ls, focal, mdca, mbls, mcm, ...).
+    /// Training loss (lora / full / coop): ce, label-smoothing, focal, mdca, mbls, mcm, zs-norm (CoOp),
+    /// penalty (CoOp); `ce` is per-label masked BCE on multilabel datasets.
     #[arg(long, default_value = "ce")]
     pub loss: String,
     /// A loss argument `NAME=VALUE` (e.g. `alpha=0.1`). Repeatable.
@@ -208,6 +209,14 @@ pub fn recipe_text(args: &TrainArgs) -> Result<String> {
             writeln!(t, "epochs = {}\nlr = {}", epochs(50), lr(2e-3))?;
         }
     }
+    let regime = match args.regime {
+        TrainRegime::Probe => "frozen",
+        TrainRegime::Lora => "lora",
+        TrainRegime::Full => "full",
+        TrainRegime::Coop => "coop",
+    };
+    // `calibra report` profiles the regime that was trained.
+    writeln!(t, "\n[evaluator]\nregime = {}\nbootstrap = 1000", q(regime))?;
     if args.regime != TrainRegime::Probe {
         writeln!(t, "\n[[losses]]\nname = {}", q(&args.loss))?;
         if !args.loss_args.is_empty() {

@@ -24,12 +24,12 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_crs::{Condition, Regime, RunRecord};
-use calibra_data::{BadImagePolicy, Split, SplitConfig, Target, decode_samples, perturb};
+use calibra_data::{Split, SplitConfig, Target};
 use calibra_models::clip::{ClipModel, MVC_BENCH_TEMPLATES, ZeroShotClassifier};
 use calibra_models::parse_device;
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_atomically, write_predictions};
-use calibra_train::features::{FeatureCondition, FeatureRequest, PreparedPass};
+use calibra_train::features::{FeatureCondition, FeatureRequest, PreparedPass, image_batch};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -94,27 +94,11 @@ pub fn clip_image_features(
     progress: &mut dyn FnMut(usize),
 ) -> Result<(Vec<f32>, usize)> {
     let dataset = &pass.dataset;
-    let condition = pass.request.condition;
     let mut features: Vec<f32> = Vec::new();
     let mut dim = 0;
     let mut done = 0;
     for chunk in pass.indices.chunks(batch_size.max(1)) {
-        let decoded = decode_samples(dataset, chunk, BadImagePolicy::Fail, |i, image| {
-            let image = match condition {
-                FeatureCondition::Clean => image,
-                FeatureCondition::Perturbed { perturbation, severity } => {
-                    perturb(&image, &dataset.samples[i].id, perturbation, severity)?
-                }
-            };
-            Ok(pass.preprocess.apply(&image))
-        })?;
-        let first = &decoded.items[0].1;
-        let (c, h, w) = (first.channels, first.height, first.width);
-        let mut pixels = Vec::with_capacity(chunk.len() * c * h * w);
-        for (_, t) in &decoded.items {
-            pixels.extend_from_slice(&t.data);
-        }
-        let images = Tensor::<4>::from_data(TensorData::new(pixels, [chunk.len(), c, h, w]), device);
+        let images = image_batch(dataset, chunk, &pass.preprocess, pass.request.condition)?.to_tensor(device);
         let out = model.image_features(images)?;
         dim = out.dims()[1];
         features.extend(out.to_data().iter::<f32>());

@@ -20,10 +20,10 @@ use calibra_models::lora::{LoraConfig, TargetModules};
 use calibra_run::baseline::{predictions_from_scores, slot_output, split_of};
 use calibra_run::grid::LossConfig;
 use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
-use calibra_train::build_loss;
 use calibra_train::features::{FeatureCondition, preprocess_for};
 use calibra_train::fine_tune::{Adaptation, FineTuneRequest, fine_tune, predict_logits, save_adapted};
 use calibra_train::trainer::TrainConfig;
+use calibra_train::{Loss, build_loss};
 
 use super::{RunExecutor, condition_name};
 
@@ -77,15 +77,39 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, &LossConfig), String>
     }
 }
 
-/// The registry's `name=value` arguments of a recipe loss.
-pub(super) fn loss_args(loss: &LossConfig) -> Vec<String> {
-    loss.args.iter().map(|(k, v)| format!("{k}={v}")).collect()
+/// The calibra-train registry spec and `key=value` arguments of a recipe loss (the recipe's names
+/// are the papers' — `calibra_run::names::LOSSES` — the registry's are the implementations'). On a
+/// multilabel dataset `ce` is the per-label binary cross-entropy with missing labels masked; the
+/// other losses are defined over classes and refuse multilabel batches with an error naming them.
+pub(super) fn registry_loss(loss: &LossConfig, multilabel: bool) -> Result<(String, Vec<String>), String> {
+    let arg = |key: &str| -> Result<f64, String> {
+        loss.args.get(key).copied().ok_or_else(|| format!("loss `{}` needs the argument `{key}`", loss.name))
+    };
+    let (spec, args) = match loss.name.as_str() {
+        "ce" if multilabel => ("bce_masked", vec![]),
+        "ce" => ("ce", vec![]),
+        "label-smoothing" => ("ls", vec![format!("eps={}", arg("epsilon")?)]),
+        "focal" => ("focal", vec![format!("gamma={}", arg("gamma")?)]),
+        "mdca" => ("ce+mdca", vec![format!("mdca.beta={}", arg("beta")?)]),
+        "mbls" => ("mbls", vec![format!("margin={}", arg("margin")?), format!("lambda={}", arg("alpha")?)]),
+        "mcm" => ("mcm", vec![format!("alpha={}", arg("alpha")?), format!("beta={}", arg("beta")?)]),
+        "zs-norm" => ("zs_norm", vec![]),
+        "penalty" => ("range_penalty", vec![format!("lambda={}", arg("lambda")?)]),
+        other => return Err(format!("loss `{other}` has no implementation in calibra-train")),
+    };
+    Ok((spec.to_string(), args))
+}
+
+/// Build a recipe loss.
+pub(super) fn recipe_loss(loss: &LossConfig, multilabel: bool) -> Result<Box<dyn Loss>, String> {
+    let (spec, args) = registry_loss(loss, multilabel)?;
+    build_loss(&spec, &args).map_err(|e| format!("loss `{}` (registry `{spec}`): {e}", loss.name))
 }
 
 /// Checks that need no data: the targets, the LoRA settings and the loss exist.
 pub(super) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (_, _, loss) = plan(fit)?;
-    build_loss(&loss.name, &loss_args(loss)).map_err(|e| format!("loss `{}`: {e}", loss.name))?;
+    recipe_loss(loss, false)?;
     Ok(())
 }
 
@@ -96,10 +120,10 @@ pub(super) fn execute(
 ) -> Result<Vec<RunOutput>, ExecError> {
     let c = &fit.config;
     let (adaptation, train, loss) = plan(fit)?;
-    let loss = build_loss(&loss.name, &loss_args(loss))?;
     let checkpoint = resolve_checkpoint(&c.encoder.spec)?.dir;
     let preprocess = preprocess_for(&checkpoint)?;
     let dataset = executor.dataset(&c.dataset.spec)?;
+    let loss = recipe_loss(loss, dataset.labels.kind == calibra_data::TaskKind::Multilabel)?;
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
     let fit_dir = ctx.fit_dir();

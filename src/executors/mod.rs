@@ -1,10 +1,12 @@
 //! The executor `calibra run` (and `calibra train`) uses: frozen probes on cached encoder features
-//! ([`frozen`]), LoRA and full fine-tuning of an encoder with a linear head ([`adapted`]), and the
+//! ([`frozen`]), LoRA and full fine-tuning of an encoder with a linear head ([`adapted`]), CoOp
+//! prompt tuning of a CLIP-style encoder ([`coop`]), and the
 //! `prior` baseline of calibra-run. Wiring only: features, training and models come from
 //! calibra-train / calibra-models, probes from calibra-probe, calibration / metrics / records from
 //! calibra-run's shared `slot_output`.
 
 mod adapted;
+mod coop;
 mod frozen;
 
 use std::cell::RefCell;
@@ -93,9 +95,10 @@ impl Executor for RunExecutor {
                 Ok(())
             }
             (FitMethod::Lora { .. } | FitMethod::Full { .. }, _) => adapted::supports(fit),
+            (FitMethod::Coop { .. }, _) => coop::supports(fit),
             _ => Err(format!(
                 "regime {} / {} is not wired into `calibra run` yet; this build runs frozen probes \
-                 (logistic, mlp, knn, prior), LoRA and full fine-tuning",
+                 (logistic, mlp, knn, prior), LoRA, full fine-tuning and CoOp",
                 fit.config.regime, fit.config.probe
             )),
         }
@@ -106,6 +109,7 @@ impl Executor for RunExecutor {
             FitMethod::Probe { probe, .. } if probe == "prior" => self.baseline.execute(fit, ctx),
             FitMethod::Probe { probe, layer } => frozen::execute_probe(self, fit, probe, *layer, ctx),
             FitMethod::Lora { .. } | FitMethod::Full { .. } => adapted::execute(self, fit, ctx),
+            FitMethod::Coop { .. } => coop::execute(self, fit, ctx),
             _ => Err(format!("regime {} is not wired into `calibra run` yet", fit.config.regime).into()),
         }
     }

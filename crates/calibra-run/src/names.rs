@@ -9,8 +9,10 @@
 pub const PROBES: &[&str] = &["logistic", "mlp", "knn", "prior"];
 
 /// Training losses of the adapted regimes (`[[losses]] name`), with the arguments each accepts.
-/// `ce` cross-entropy; `label-smoothing` (`epsilon`); `focal` (`gamma`); `mdca` (`beta`); `mbls`
-/// (`margin`, `alpha`); `mcm` (`alpha`, `beta`); `zs-norm` (`lambda`); `penalty` (`beta`).
+/// `ce` cross-entropy (per-label masked BCE on multilabel datasets); `label-smoothing` (`epsilon`,
+/// torch's ε/K form); `focal` (`gamma`); `mdca` (`beta`: CE + β·MDCA); `mbls` (`margin`, `alpha`: the
+/// weight of the margin term); `mcm` (`alpha`, `beta`); `zs-norm` (no argument: CE on logits
+/// normalised into the zero-shot range); `penalty` (`lambda`: CE + λ·range penalty, 10 in the paper).
 pub const LOSSES: &[(&str, &[&str])] = &[
     ("ce", &[]),
     ("label-smoothing", &["epsilon"]),
@@ -18,8 +20,8 @@ pub const LOSSES: &[(&str, &[&str])] = &[
     ("mdca", &["beta"]),
     ("mbls", &["margin", "alpha"]),
     ("mcm", &["alpha", "beta"]),
-    ("zs-norm", &["lambda"]),
-    ("penalty", &["beta"]),
+    ("zs-norm", &[]),
+    ("penalty", &["lambda"]),
 ];
 
 /// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.

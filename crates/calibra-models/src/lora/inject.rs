@@ -77,11 +77,14 @@ fn named_linears(encoder: &mut Encoder) -> Result<Vec<(String, &mut LoraLinear)>
 }
 
 /// Attach fresh branches to every linear `config` targets (B = 0, so the encoder's outputs are
-/// unchanged) and freeze the base weights. Returns the wrapped module names. Each branch's A is drawn
+/// unchanged) and freeze every encoder weight (as PEFT does). Returns the wrapped module names. Each branch's A is drawn
 /// from its own seeded stream (`seed` mixed with the module's position), so the result does not
 /// depend on anything else in the process.
 pub fn apply_lora(encoder: &mut Encoder, config: &LoraConfig, seed: u64) -> Result<Vec<String>, LoraError> {
     config.validate()?;
+    // PEFT freezes the whole base model (norms, embeddings, unwrapped projections), not only the
+    // wrapped layers; the new branches are the only trainable encoder parameters.
+    *encoder = encoder.clone().no_grad();
     let mut wrapped = Vec::new();
     for (position, (name, linear)) in named_linears(encoder)?.into_iter().enumerate() {
         if !config.wraps(&name)? {
