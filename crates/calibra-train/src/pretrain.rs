@@ -526,9 +526,16 @@ pub fn model_card(plan: &PretrainPlan, report: &PretrainReport, command: &str) -
         "Training: every weight of the encoder trains (full), with one linear head per task on the final \
          CLS state (heads discarded). {} round(s) over the task(s) in order, each task visit {} epoch(s); \
          AdamW lr {}, weight decay {}, batch {}, warmup {} of each stage then cosine, gradient clipping \
-         at {:?}; training seed {} (one stage seed derived from it per stage). Every 5th sample of each \
+         {}; training seed {} (one stage seed derived from it per stage). Every 5th sample of each \
          task is held out of training and scored at the end.\n\n",
-        plan.rounds, t.epochs, t.lr, t.weight_decay, t.batch_size, t.warmup_ratio, t.max_grad_norm, plan.seed
+        plan.rounds,
+        t.epochs,
+        t.lr,
+        t.weight_decay,
+        t.batch_size,
+        t.warmup_ratio,
+        t.max_grad_norm.map_or("off".to_string(), |m| format!("at global norm {m}")),
+        plan.seed
     );
     s += "| task | kind | loss | train / held out | final train loss (last epoch mean) | held-out accuracy |\n";
     s += "|---|---|---|---|---|---|\n";
