@@ -152,7 +152,7 @@ pub fn synthetic_set(n: usize, seed: u64) -> TrainSet {
             }
         }
     }
-    TrainSet { image_shape: [CHANNELS, SIDE, SIDE], pixels, labels }
+    TrainSet::classes([CHANNELS, SIDE, SIDE], pixels, labels)
 }
 
 /// 64 images, batch 16, 8 epochs = 32 steps of AdamW (lr 5e-3: large enough that the factors move
