@@ -41,6 +41,9 @@ enum Command {
     Merge(cli::merge::MergeArgs),
     /// Regenerate the evaluation report of a run store from its records and saved recipe alone.
     Report(cli::report::ReportArgs),
+    /// Make the tiny ViT encoders shipped in `checkpoints/` from the synthetic suite (`--panel`), or one
+    /// of your own (`--name X --task SPEC`), deterministically, each with a MODEL_CARD.md.
+    Pretrain(cli::pretrain::PretrainArgs),
     /// Zero-shot predictions of a CLIP model, one predictions file and run record per prompt template
     /// (MVC-Bench P1…P7 or your own), with the metrics' spread across templates.
     ZeroShot(cli::zero_shot::ZeroShotArgs),
@@ -71,5 +74,6 @@ fn run(command: Command) -> Result<()> {
         Command::Merge(args) => cli::merge::run(&args),
         Command::Report(args) => cli::report::run(&args),
         Command::ZeroShot(args) => cli::zero_shot::run(&args),
+        Command::Pretrain(args) => cli::pretrain::run(&args),
     }
 }

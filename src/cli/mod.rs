@@ -9,6 +9,7 @@ pub mod features;
 pub mod merge;
 pub mod metrics;
 pub mod output;
+pub mod pretrain;
 pub mod report;
 pub mod run;
 pub mod train;

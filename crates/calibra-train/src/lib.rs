@@ -4,7 +4,8 @@
 //! constant-warmup cosine), global-norm gradient clipping over burn `GradientsParams`, the training
 //! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`),
 //! fine-tuning an encoder with a head by LoRA, in full or head-only (`fine_tune`), and CoOp /
-//! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`).
+//! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`), and pretraining the tiny ViT encoders
+//! shipped in `checkpoints/` from the synthetic suite (`pretrain`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@ pub mod features;
 pub mod fine_tune;
 pub mod grad_clip;
 pub mod losses;
+pub mod pretrain;
 pub mod schedule;
 pub mod trainer;
 

@@ -12,6 +12,7 @@ mod canvas;
 pub mod chest;
 pub mod derm;
 pub mod fundus;
+pub mod shapes;
 
 use crate::dataset::{Dataset, LabelSpace, Metadata, Sample, Target};
 use crate::error::DataError;
@@ -32,12 +33,15 @@ pub enum SynthSuite {
     /// `synth:chest-site-b`: the same findings from a second institution (different intensity
     /// curve, noise, blur, field of view and an older population): the shift target of `synth:chest`.
     ChestSiteB,
+    /// `synth:shapes`: a non-medical multiclass task, 6 geometric shapes on textured backgrounds
+    /// ([`shapes`]); the pretraining task of the shipped `generalist` encoder.
+    Shapes,
 }
 
 impl SynthSuite {
     /// All suites.
-    pub const ALL: [SynthSuite; 4] =
-        [SynthSuite::Derm, SynthSuite::Fundus, SynthSuite::Chest, SynthSuite::ChestSiteB];
+    pub const ALL: [SynthSuite; 5] =
+        [SynthSuite::Derm, SynthSuite::Fundus, SynthSuite::Chest, SynthSuite::ChestSiteB, SynthSuite::Shapes];
 
     /// The spec name (`derm`, `fundus`, `chest`, `chest-site-b`).
     pub fn name(self) -> &'static str {
@@ -46,6 +50,7 @@ impl SynthSuite {
             SynthSuite::Fundus => "fundus",
             SynthSuite::Chest => "chest",
             SynthSuite::ChestSiteB => "chest-site-b",
+            SynthSuite::Shapes => "shapes",
         }
     }
 
@@ -60,6 +65,7 @@ impl SynthSuite {
             SynthSuite::Derm => derm::label_space(),
             SynthSuite::Fundus => fundus::label_space(),
             SynthSuite::Chest | SynthSuite::ChestSiteB => chest::label_space(),
+            SynthSuite::Shapes => shapes::label_space(),
         }
     }
 }
@@ -111,6 +117,10 @@ impl SynthImageRef {
                 let case = chest::draw(&mut rng, site_b);
                 chest::render(&case, size, site_b, &mut rng)
             }
+            SynthSuite::Shapes => {
+                let case = shapes::draw(&mut rng);
+                shapes::render(&case, size, &mut rng)
+            }
         }
     }
 
@@ -139,6 +149,10 @@ fn draw_target(suite: SynthSuite, seed: u64, index: usize) -> (Target, Metadata)
         SynthSuite::Chest | SynthSuite::ChestSiteB => {
             let c = chest::draw(&mut rng, suite == SynthSuite::ChestSiteB);
             (Target::Labels(c.findings.iter().map(|&f| Some(f)).collect()), c.metadata)
+        }
+        SynthSuite::Shapes => {
+            let c = shapes::draw(&mut rng);
+            (Target::Class(c.class), c.metadata)
         }
     }
 }

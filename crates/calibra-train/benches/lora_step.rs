@@ -1,0 +1,119 @@
+//! LoRA training step of a ViT classifier on burn's flex CPU backend (issue #7, "Speed").
+//!
+//! One step = what [`calibra_train::trainer::train`] does per batch: forward (encoder + linear head
+//! on the CLS state), cross-entropy, backward, global-norm clipping, AdamW update of the LoRA factors
+//! and the head. LoRA r 8, α 16, dropout 0.05 on `q_proj` / `v_proj`; the rest of the encoder is
+//! frozen; random initialisation; batch 32; 10 classes. Shapes (`LORA_BENCH_SHAPE`):
+//!
+//! - `tiny`: hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4 (65 tokens); default 20 timed steps.
+//! - `vitb`: ViT-B/16 (hidden 768, 12 layers, 12 heads, MLP 3072), 224 px (197 tokens); default 3.
+//!
+//! One shape per process, so the peak RSS (`VmHWM`) is that shape's alone. The first step is a
+//! warm-up and is not timed; the median step time over `LORA_BENCH_STEPS` further steps is reported.
+//! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads):
+//!
+//! ```text
+//! RAYON_NUM_THREADS=2 LORA_BENCH_SHAPE=tiny cargo bench -p calibra-train --bench lora_step
+//! ```
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Device, Tensor};
+use calibra_models::hf::HfConfig;
+use calibra_models::layers::Activation;
+use calibra_models::lora::{LoraConfig, TargetModules, apply_lora};
+use calibra_models::vit::VitConfig;
+use calibra_models::{Encoder, EncoderModel};
+use calibra_train::build_loss;
+use calibra_train::trainer::{Classifier, TrainConfig, TrainSet, train};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+const BATCH: usize = 32;
+const CLASSES: usize = 10;
+
+#[derive(Module, Debug)]
+struct LoraVitClassifier {
+    encoder: Encoder,
+    classifier: Linear,
+}
+
+impl Classifier for LoraVitClassifier {
+    fn logits(&self, images: Tensor<4>) -> Tensor<2> {
+        self.classifier.forward(self.encoder.embed(images).expect("images fit the encoder"))
+    }
+}
+
+/// Peak resident set size of this process in MiB (`VmHWM` of /proc/self/status).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn main() {
+    let shape = std::env::var("LORA_BENCH_SHAPE").unwrap_or_else(|_| "tiny".into());
+    let (vit, default_steps) = match shape.as_str() {
+        "tiny" => (VitConfig::new(96, 4, 3, 384, Activation::GeluExact, 32, 4), 20),
+        "vitb" => (VitConfig::new(768, 12, 12, 3072, Activation::GeluExact, 224, 16), 3),
+        other => panic!("LORA_BENCH_SHAPE must be tiny or vitb, got {other:?}"),
+    };
+    let steps: usize =
+        std::env::var("LORA_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_steps);
+    let device = Device::flex().autodiff();
+    device.seed(0);
+
+    let encoder = Encoder {
+        model: EncoderModel::Vit(vit.init(&device)),
+        config: HfConfig::from_value("lora_step bench", serde_json::json!({ "model_type": "vit" })),
+    };
+    let mut encoder = encoder.no_grad();
+    let lora = LoraConfig {
+        r: 8,
+        lora_alpha: 16.0,
+        lora_dropout: 0.05,
+        target_modules: Some(TargetModules::Names(vec!["q_proj".into(), "v_proj".into()])),
+        modules_to_save: Some(vec!["classifier".into()]),
+        ..LoraConfig::default()
+    };
+    let wrapped = apply_lora(&mut encoder, &lora, 0).expect("q/v exist");
+    let model =
+        LoraVitClassifier { encoder, classifier: LinearConfig::new(vit.hidden_size, CLASSES).init(&device) };
+
+    // One batch of images, visited once per epoch: `steps + 1` epochs of one step each.
+    let side = vit.image_size;
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let pixels: Vec<f32> = (0..BATCH * 3 * side * side).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let data =
+        TrainSet { image_shape: [3, side, side], pixels, labels: (0..BATCH).map(|i| i % CLASSES).collect() };
+    let config =
+        TrainConfig { epochs: steps + 1, batch_size: BATCH, checkpoint_every: 0, ..TrainConfig::default() };
+    let loss = build_loss::<&str>("ce", &[]).expect("ce");
+
+    let mut times = Vec::with_capacity(steps);
+    let mut last = Instant::now();
+    let outcome = train(model, &data, loss.as_ref(), &config, &device, None, &mut |r| {
+        let now = Instant::now();
+        if r.step > 1 {
+            times.push(now.duration_since(last).as_secs_f64());
+        }
+        last = now;
+    })
+    .expect("training runs");
+    assert!(outcome.losses.iter().all(|l| l.is_finite()));
+
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let rss = peak_rss_mib().map_or("n/a".to_string(), |m| format!("{m:.0} MiB"));
+    println!(
+        "burn flex LoRA step {shape} ({} q/v modules, r 8) batch {BATCH}: median {median:.3} s/step, \
+         {:.2} images/s ({steps} timed steps after 1 warm-up; min {:.3} s, max {:.3} s); peak RSS {rss}",
+        wrapped.len(),
+        BATCH as f64 / median,
+        times[0],
+        times[times.len() - 1],
+    );
+}
