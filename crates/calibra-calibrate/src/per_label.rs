@@ -112,7 +112,8 @@ impl PerLabelParams {
                     PlattScore::Logit => logits[i],
                     PlattScore::Probability => probs[i],
                 }),
-                LabelCalibrator::Isotonic(f) => f.predict(probs[i]),
+                // Interpolation can round 1 ulp past [0, 1] (as scipy's does); keep a probability.
+                LabelCalibrator::Isotonic(f) => f.predict(probs[i]).clamp(0.0, 1.0),
                 LabelCalibrator::Temperature { inverse_temperature, .. } => {
                     logistic(inverse_temperature * logits[i])
                 }
