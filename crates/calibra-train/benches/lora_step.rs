@@ -87,8 +87,7 @@ fn main() {
     let side = vit.image_size;
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let pixels: Vec<f32> = (0..BATCH * 3 * side * side).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let data =
-        TrainSet { image_shape: [3, side, side], pixels, labels: (0..BATCH).map(|i| i % CLASSES).collect() };
+    let data = TrainSet::classes([3, side, side], pixels, (0..BATCH).map(|i| i % CLASSES).collect());
     let config =
         TrainConfig { epochs: steps + 1, batch_size: BATCH, checkpoint_every: 0, ..TrainConfig::default() };
     let loss = build_loss::<&str>("ce", &[]).expect("ce");
