@@ -10,19 +10,7 @@ use std::path::Path;
 use common::calibra;
 
 fn setup(dir: &Path) -> std::path::PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/vit");
-    let ck = dir.join("tiny-vit");
-    fs::create_dir_all(&ck).unwrap();
-    for f in ["config.json", "model.safetensors"] {
-        fs::copy(fixture.join(f), ck.join(f)).unwrap();
-    }
-    fs::write(
-        ck.join("preprocessor_config.json"),
-        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 2,
-            "do_rescale": true, "rescale_factor": 0.00392156862745098,
-            "do_normalize": true, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#,
-    )
-    .unwrap();
+    let ck = common::tiny_vit_checkpoint(dir);
     let recipe = dir.join("frozen.toml");
     fs::write(
         &recipe,

@@ -15,20 +15,7 @@ use calibra_train::fine_tune::{load_adapted_lora, predict_logits};
 use common::calibra;
 
 fn checkpoint(dir: &Path) -> PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/vit");
-    let ck = dir.join("tiny-vit");
-    fs::create_dir_all(&ck).unwrap();
-    for f in ["config.json", "model.safetensors"] {
-        fs::copy(fixture.join(f), ck.join(f)).unwrap();
-    }
-    fs::write(
-        ck.join("preprocessor_config.json"),
-        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 2,
-            "do_rescale": true, "rescale_factor": 0.00392156862745098,
-            "do_normalize": true, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#,
-    )
-    .unwrap();
-    ck
+    common::tiny_vit_checkpoint(dir)
 }
 
 const DATA: &str = "synth:derm?n=160&size=32";
@@ -160,23 +147,7 @@ fn bad_flags_fail_before_any_work() {
 #[test]
 fn coop_trains_a_prompt_on_the_tiny_clip_and_writes_records() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures");
-    let ck = tmp.path().join("tiny-clip");
-    fs::create_dir_all(&ck).unwrap();
-    for f in ["config.json", "model.safetensors"] {
-        fs::copy(fixtures.join("clip").join(f), ck.join(f)).unwrap();
-    }
-    for f in ["tokenizer.json", "tokenizer_config.json"] {
-        fs::copy(fixtures.join("tokenizer/hf").join(f), ck.join(f)).unwrap();
-    }
-    fs::write(
-        ck.join("preprocessor_config.json"),
-        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 3,
-            "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
-            "image_mean": [0.48145466, 0.4578275, 0.40821073],
-            "image_std": [0.26862954, 0.26130258, 0.27577711]}"#,
-    )
-    .unwrap();
+    let ck = common::tiny_clip_checkpoint(tmp.path());
     let store = tmp.path().join("store");
     let out = calibra(&[
         "train",

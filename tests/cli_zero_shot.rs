@@ -13,24 +13,7 @@ use calibra_predictions::read_predictions;
 use common::calibra;
 
 fn setup(dir: &Path) -> PathBuf {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures");
-    let ck = dir.join("tiny-clip");
-    fs::create_dir_all(&ck).unwrap();
-    for f in ["config.json", "model.safetensors"] {
-        fs::copy(fixtures.join("clip").join(f), ck.join(f)).unwrap();
-    }
-    for f in ["tokenizer.json", "tokenizer_config.json"] {
-        fs::copy(fixtures.join("tokenizer/hf").join(f), ck.join(f)).unwrap();
-    }
-    fs::write(
-        ck.join("preprocessor_config.json"),
-        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 3,
-            "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
-            "image_mean": [0.48145466, 0.4578275, 0.40821073],
-            "image_std": [0.26862954, 0.26130258, 0.27577711]}"#,
-    )
-    .unwrap();
-    ck
+    common::tiny_clip_checkpoint(dir)
 }
 
 const DATA: &str = "synth:derm?n=120&size=32";

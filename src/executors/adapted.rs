@@ -12,20 +12,17 @@
 //! `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
 //! output and both MLP projections) → `o_proj`, `fc1`, `fc2`.
 
-use std::collections::HashMap;
-
-use calibra_crs::Condition;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::lora::{LoraConfig, TargetModules};
-use calibra_run::baseline::{predictions_from_scores, slot_output, split_of};
+use calibra_run::baseline::split_of;
 use calibra_run::grid::LossConfig;
 use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
-use calibra_train::features::{FeatureCondition, preprocess_for};
+use calibra_train::features::preprocess_for;
 use calibra_train::fine_tune::{Adaptation, FineTuneRequest, fine_tune, predict_logits, save_adapted};
 use calibra_train::trainer::TrainConfig;
 use calibra_train::{Loss, build_loss};
 
-use super::{RunExecutor, condition_name};
+use super::{EpochLog, RunExecutor, predict_slots};
 
 /// Images per forward pass when predicting.
 const PREDICT_BATCH: usize = 64;
@@ -129,8 +126,7 @@ pub(super) fn execute(
     let fit_dir = ctx.fit_dir();
     let kind = adaptation.name();
     ctx.report(&format!("{kind}: training on {} images", train_rows.len()));
-    let mut last_epoch = usize::MAX;
-    let mut epoch_lines = Vec::new();
+    let mut log = EpochLog::new(kind);
     let fitted = fine_tune(
         FineTuneRequest {
             checkpoint: &checkpoint,
@@ -143,34 +139,14 @@ pub(super) fn execute(
         loss.as_ref(),
         &executor.device,
         Some(&fit_dir.join("train")),
-        &mut |s| {
-            if s.epoch != last_epoch || s.step == s.total_steps {
-                last_epoch = s.epoch;
-                epoch_lines.push(format!(
-                    "{kind}: epoch {} step {}/{} loss {:.4} lr {:.2e}",
-                    s.epoch + 1,
-                    s.step,
-                    s.total_steps,
-                    s.loss,
-                    s.lr
-                ));
-            }
-        },
+        &mut |s| log.step(s),
     )?;
-    for line in &epoch_lines {
-        ctx.report(line);
-    }
-    if let Some(step) = fitted.resumed_from {
-        ctx.report(&format!("{kind}: resumed from the checkpoint at step {step}"));
-    }
+    log.report(ctx, fitted.resumed_from);
     let model_dir =
         fit_dir.join(if matches!(fitted.adaptation, Adaptation::Lora(_)) { "adapter" } else { "model" });
     save_adapted(&fitted, &model_dir)?;
 
-    let predict = |dataset: &calibra_data::Dataset,
-                   rows: &[usize],
-                   condition: FeatureCondition|
-     -> Result<Vec<f64>, ExecError> {
+    predict_slots(executor, fit, ctx, &dataset, &split, kind, &mut |dataset, rows, condition| {
         Ok(predict_logits(
             &fitted.model,
             dataset,
@@ -180,43 +156,5 @@ pub(super) fn execute(
             PREDICT_BATCH,
             &executor.device,
         )?)
-    };
-    let calibration = predictions_from_scores(
-        &dataset,
-        &split.calibration,
-        predict(&dataset, &split.calibration, FeatureCondition::Clean)?,
-    )?;
-    let mut calibrators = HashMap::new();
-    let mut by_condition: HashMap<String, calibra_predictions::Predictions> = HashMap::new();
-    let mut outputs = Vec::new();
-    for slot in &ctx.missing.clone() {
-        let key = condition_name(&slot.condition);
-        if !by_condition.contains_key(&key) {
-            ctx.report(&format!("{kind}: predicting test ({key})"));
-            let p = match &slot.condition {
-                Condition::Clean => predictions_from_scores(
-                    &dataset,
-                    &split.test,
-                    predict(&dataset, &split.test, FeatureCondition::Clean)?,
-                )?,
-                Condition::Perturbation { perturbation, severity } => {
-                    let condition = FeatureCondition::parse(&format!("{perturbation}:{severity}"))?;
-                    predictions_from_scores(
-                        &dataset,
-                        &split.test,
-                        predict(&dataset, &split.test, condition)?,
-                    )?
-                }
-                Condition::Shift { target } => {
-                    let shifted = executor.shift_dataset(fit, target, &dataset)?;
-                    let shifted_split = split_of(&shifted, &c.split)?;
-                    let scores = predict(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
-                    predictions_from_scores(&shifted, &shifted_split.test, scores)?
-                }
-            };
-            by_condition.insert(key.clone(), p);
-        }
-        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
-    }
-    Ok(outputs)
+    })
 }

@@ -9,22 +9,20 @@
 //! `fits/<fit key>/train/` holds the training checkpoint (a killed fit resumes from it) and
 //! `fits/<fit key>/prompt.json` the learned text features (what the fit's predictions use).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_crs::Condition;
 use calibra_data::{Dataset, PreprocessConfig, Target, TaskKind};
 use calibra_models::clip::ClipModel;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::tokenizer::ClipTokenizer;
-use calibra_run::baseline::{predictions_from_scores, slot_output, split_of};
+use calibra_run::baseline::split_of;
 use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::coop::{CoopConfig, CoopOutcome, train_coop};
 use calibra_train::features::{FeatureCondition, image_batch, preprocess_for};
 
 use super::adapted::recipe_loss;
-use super::{RunExecutor, condition_name};
+use super::{EpochLog, RunExecutor, predict_slots};
 
 /// Images per image-tower pass.
 const IMAGE_BATCH: usize = 64;
@@ -119,8 +117,7 @@ pub(super) fn execute(
     let (train_features, dim) =
         image_features(&model, &dataset, &train_rows, &preprocess, FeatureCondition::Clean, device)?;
     let fit_dir = ctx.fit_dir();
-    let mut lines = Vec::new();
-    let mut last_epoch = usize::MAX;
+    let mut log = EpochLog::new("coop");
     let outcome = train_coop(
         &model,
         &tokenizer,
@@ -132,65 +129,14 @@ pub(super) fn execute(
         &config,
         device,
         Some(&fit_dir.join("train")),
-        &mut |s| {
-            if s.epoch != last_epoch || s.step == s.total_steps {
-                last_epoch = s.epoch;
-                lines.push(format!(
-                    "coop: epoch {} step {}/{} loss {:.4} lr {:.2e}",
-                    s.epoch + 1,
-                    s.step,
-                    s.total_steps,
-                    s.loss,
-                    s.lr
-                ));
-            }
-        },
+        &mut |s| log.step(s),
     )?;
-    for line in &lines {
-        ctx.report(line);
-    }
-    if let Some(step) = outcome.resumed_from {
-        ctx.report(&format!("coop: resumed from the checkpoint at step {step}"));
-    }
+    log.report(ctx, outcome.resumed_from);
     std::fs::create_dir_all(&fit_dir).map_err(|e| format!("{}: {e}", fit_dir.display()))?;
     write_prompt(&fit_dir.join("prompt.json"), &outcome)?;
 
-    let scores = |dataset: &Dataset, rows: &[usize], condition| -> Result<Vec<f64>, ExecError> {
+    predict_slots(executor, fit, ctx, &dataset, &split, "coop", &mut |dataset, rows, condition| {
         let (features, _) = image_features(&model, dataset, rows, &preprocess, condition, device)?;
         Ok(outcome.logits(&features)?)
-    };
-    let calibration = predictions_from_scores(
-        &dataset,
-        &split.calibration,
-        scores(&dataset, &split.calibration, FeatureCondition::Clean)?,
-    )?;
-    let mut calibrators = HashMap::new();
-    let mut by_condition: HashMap<String, calibra_predictions::Predictions> = HashMap::new();
-    let mut outputs = Vec::new();
-    for slot in &ctx.missing.clone() {
-        let key = condition_name(&slot.condition);
-        if !by_condition.contains_key(&key) {
-            ctx.report(&format!("coop: predicting test ({key})"));
-            let p = match &slot.condition {
-                Condition::Clean => predictions_from_scores(
-                    &dataset,
-                    &split.test,
-                    scores(&dataset, &split.test, FeatureCondition::Clean)?,
-                )?,
-                Condition::Perturbation { perturbation, severity } => {
-                    let condition = FeatureCondition::parse(&format!("{perturbation}:{severity}"))?;
-                    predictions_from_scores(&dataset, &split.test, scores(&dataset, &split.test, condition)?)?
-                }
-                Condition::Shift { target } => {
-                    let shifted = executor.shift_dataset(fit, target, &dataset)?;
-                    let shifted_split = split_of(&shifted, &c.split)?;
-                    let s = scores(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
-                    predictions_from_scores(&shifted, &shifted_split.test, s)?
-                }
-            };
-            by_condition.insert(key.clone(), p);
-        }
-        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
-    }
-    Ok(outputs)
+    })
 }

@@ -15,9 +15,12 @@ use std::rc::Rc;
 
 use burn::tensor::Device;
 use calibra_crs::{Condition, Regime};
-use calibra_data::{Dataset, DatasetSpec, LoadOptions};
-use calibra_run::baseline::BaselineExecutor;
+use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment};
+use calibra_predictions::Predictions;
+use calibra_run::baseline::{BaselineExecutor, predictions_from_scores, slot_output, split_of};
 use calibra_run::{ExecError, Executor, FitMethod, FitSpec, RunContext, RunOutput};
+use calibra_train::features::FeatureCondition;
+use calibra_train::trainer::StepReport;
 
 /// Probes this executor fits on frozen features (besides `prior`).
 const LEARNED_PROBES: [&str; 3] = ["logistic", "mlp", "knn"];
@@ -83,6 +86,96 @@ fn condition_name(c: &Condition) -> String {
         Condition::Perturbation { perturbation, severity } => format!("{perturbation}:{severity}"),
         Condition::Shift { target } => format!("shift:{target}"),
     }
+}
+
+/// Collects one progress line per epoch (and the last step) of a training run, tagged `kind`.
+struct EpochLog {
+    kind: &'static str,
+    last_epoch: usize,
+    lines: Vec<String>,
+}
+
+impl EpochLog {
+    fn new(kind: &'static str) -> Self {
+        EpochLog { kind, last_epoch: usize::MAX, lines: Vec::new() }
+    }
+
+    fn step(&mut self, s: &StepReport) {
+        if s.epoch != self.last_epoch || s.step == s.total_steps {
+            self.last_epoch = s.epoch;
+            self.lines.push(format!(
+                "{}: epoch {} step {}/{} loss {:.4} lr {:.2e}",
+                self.kind,
+                s.epoch + 1,
+                s.step,
+                s.total_steps,
+                s.loss,
+                s.lr
+            ));
+        }
+    }
+
+    /// Report the lines, and the resume point if there was one.
+    fn report(&self, ctx: &mut RunContext<'_>, resumed_from: Option<usize>) {
+        for line in &self.lines {
+            ctx.report(line);
+        }
+        if let Some(step) = resumed_from {
+            ctx.report(&format!("{}: resumed from the checkpoint at step {step}", self.kind));
+        }
+    }
+}
+
+/// A fitted model's scores (row-major `[rows, K]`) for `rows` of a dataset under a condition.
+type ScoreRows<'a> = dyn FnMut(&Dataset, &[usize], FeatureCondition) -> Result<Vec<f64>, ExecError> + 'a;
+
+/// The outputs of every missing slot of a fitted model: `scores(dataset, rows, condition)` gives the
+/// model's scores for those rows under that condition; the calibration split (clean) fits the
+/// calibrators, and each distinct condition's test split (a shift target: the other dataset's test
+/// split) is scored once and shared by its calibrator slots.
+fn predict_slots(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    ctx: &mut RunContext<'_>,
+    dataset: &Dataset,
+    split: &SplitAssignment,
+    kind: &str,
+    scores: &mut ScoreRows<'_>,
+) -> Result<Vec<RunOutput>, ExecError> {
+    let calibration = predictions_from_scores(
+        dataset,
+        &split.calibration,
+        scores(dataset, &split.calibration, FeatureCondition::Clean)?,
+    )?;
+    let mut calibrators = HashMap::new();
+    let mut by_condition: HashMap<String, Predictions> = HashMap::new();
+    let mut outputs = Vec::new();
+    for slot in &ctx.missing.clone() {
+        let key = condition_name(&slot.condition);
+        if !by_condition.contains_key(&key) {
+            ctx.report(&format!("{kind}: predicting test ({key})"));
+            let p = match &slot.condition {
+                Condition::Clean => predictions_from_scores(
+                    dataset,
+                    &split.test,
+                    scores(dataset, &split.test, FeatureCondition::Clean)?,
+                )?,
+                Condition::Perturbation { perturbation, severity } => {
+                    let condition = FeatureCondition::parse(&format!("{perturbation}:{severity}"))?;
+                    predictions_from_scores(dataset, &split.test, scores(dataset, &split.test, condition)?)?
+                }
+                Condition::Shift { target } => {
+                    let shifted = executor.shift_dataset(fit, target, dataset)?;
+                    let shifted_split = split_of(&shifted, &fit.config.split)?;
+                    let s = scores(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
+                    predictions_from_scores(&shifted, &shifted_split.test, s)?
+                }
+            };
+            by_condition.insert(key.clone(), p);
+        }
+        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
+    }
+    Ok(outputs)
 }
 
 impl Executor for RunExecutor {
