@@ -10,6 +10,7 @@
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
 
+mod checkpoint_dir;
 pub mod coop;
 pub mod error;
 pub mod features;

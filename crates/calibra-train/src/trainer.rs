@@ -8,12 +8,10 @@
 //! a checkpoint holds the weights (burnpack, with their parameter ids), the AdamW moments and `s`,
 //! and nothing else is needed to continue.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamWConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -45,10 +43,6 @@ pub enum TrainerError {
     Checkpoint { path: PathBuf, why: String },
     #[error("training config: {0}")]
     Config(String),
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TrainerError + '_ {
-    move |source| TrainerError::Io { path: path.to_path_buf(), source }
 }
 
 /// Hyper-parameters of a run. Defaults follow CRS-Bench's LoRA recipe (lr 2e-4, 8 epochs) with
@@ -225,9 +219,6 @@ struct CheckpointState {
     losses: Vec<f64>,
 }
 
-const CHECKPOINT: &str = "checkpoint";
-const CHECKPOINT_OLD: &str = "checkpoint.old";
-
 fn mix(seed: u64, x: u64) -> u64 {
     // SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
     let mut z = seed ^ x.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -279,7 +270,7 @@ pub fn train<M: Classifier>(
     let mut losses = Vec::with_capacity(total_steps);
     let mut resumed_from = None;
     if let Some(dir) = checkpoint_dir
-        && let Some((state, path)) = read_state(dir)?
+        && let Some((state, path)) = crate::checkpoint_dir::read_state::<CheckpointState>(dir)?
     {
         if state.config != *config || state.n_train != data.len() {
             return Err(TrainerError::Checkpoint {
@@ -336,8 +327,9 @@ pub fn train<M: Classifier>(
         if let Some(dir) = checkpoint_dir
             && (done == total_steps || (config.checkpoint_every > 0 && done % config.checkpoint_every == 0))
         {
-            write_checkpoint(
+            crate::checkpoint_dir::write(
                 dir,
+                "model.bpk",
                 &model,
                 &optimizer,
                 &CheckpointState {
@@ -353,55 +345,13 @@ pub fn train<M: Classifier>(
     Ok(TrainOutcome { model, total_steps, resumed_from, losses })
 }
 
-fn read_state(dir: &Path) -> Result<Option<(CheckpointState, PathBuf)>, TrainerError> {
-    // A crash between the two renames of `write_checkpoint` leaves only `checkpoint.old`.
-    for name in [CHECKPOINT, CHECKPOINT_OLD] {
-        let path = dir.join(name);
-        let state_path = path.join("state.json");
-        if state_path.exists() {
-            let text = fs::read_to_string(&state_path).map_err(io_err(&state_path))?;
-            let state: CheckpointState = serde_json::from_str(&text)
-                .map_err(|e| TrainerError::Checkpoint { path: state_path.clone(), why: e.to_string() })?;
-            return Ok(Some((state, path)));
+impl From<crate::checkpoint_dir::CheckpointFault> for TrainerError {
+    fn from(f: crate::checkpoint_dir::CheckpointFault) -> Self {
+        match f {
+            crate::checkpoint_dir::CheckpointFault::Io { path, source } => TrainerError::Io { path, source },
+            crate::checkpoint_dir::CheckpointFault::Format { path, why } => {
+                TrainerError::Checkpoint { path, why }
+            }
         }
     }
-    Ok(None)
-}
-
-fn write_checkpoint<M: Module + Clone>(
-    dir: &Path,
-    model: &M,
-    optimizer: &ModuleOptimizer,
-    state: &CheckpointState,
-) -> Result<(), TrainerError> {
-    let tmp = dir.join(format!("checkpoint.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
-    }
-    fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
-    let ck = |why: String| TrainerError::Checkpoint { path: tmp.clone(), why };
-    model.clone().save_file(tmp.join("model.bpk")).map_err(|e| ck(format!("model.bpk: {e}")))?;
-    optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| ck(format!("optimizer.bpk: {e}")))?;
-    let state_path = tmp.join("state.json");
-    let mut f = fs::File::create(&state_path).map_err(io_err(&state_path))?;
-    f.write_all(serde_json::to_string(state).expect("state serialises").as_bytes())
-        .map_err(io_err(&state_path))?;
-    f.sync_all().map_err(io_err(&state_path))?;
-    for file in ["model.bpk", "optimizer.bpk"] {
-        let p = tmp.join(file);
-        fs::File::open(&p).and_then(|f| f.sync_all()).map_err(io_err(&p))?;
-    }
-    let current = dir.join(CHECKPOINT);
-    let old = dir.join(CHECKPOINT_OLD);
-    if old.exists() {
-        fs::remove_dir_all(&old).map_err(io_err(&old))?;
-    }
-    if current.exists() {
-        fs::rename(&current, &old).map_err(io_err(&current))?;
-    }
-    fs::rename(&tmp, &current).map_err(io_err(&tmp))?;
-    if old.exists() {
-        fs::remove_dir_all(&old).map_err(io_err(&old))?;
-    }
-    Ok(())
 }

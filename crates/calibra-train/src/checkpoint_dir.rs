@@ -1,0 +1,85 @@
+//! Crash-safe checkpoint directories, shared by the image trainer and the CoOp trainer.
+//!
+//! `checkpoint/` under a run's directory holds the trained module (`<name>.bpk`, burnpack with its
+//! parameter ids), the optimiser state (`optimizer.bpk`) and `state.json` (whatever the trainer
+//! needs to continue: step, config, losses). A new directory `checkpoint.tmp-<pid>` is completed and
+//! synced, then swapped in by two renames (`checkpoint` → `checkpoint.old`, tmp → `checkpoint`); a
+//! crash between them leaves `checkpoint.old`, which [`read_state`] falls back to.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+const CHECKPOINT: &str = "checkpoint";
+const CHECKPOINT_OLD: &str = "checkpoint.old";
+
+/// What went wrong, at which path.
+#[derive(Debug)]
+pub(crate) enum CheckpointFault {
+    Io { path: PathBuf, source: std::io::Error },
+    Format { path: PathBuf, why: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointFault + '_ {
+    move |source| CheckpointFault::Io { path: path.to_path_buf(), source }
+}
+
+/// The newest complete checkpoint under `dir`: its `state.json` and its directory.
+pub(crate) fn read_state<S: DeserializeOwned>(dir: &Path) -> Result<Option<(S, PathBuf)>, CheckpointFault> {
+    for name in [CHECKPOINT, CHECKPOINT_OLD] {
+        let path = dir.join(name);
+        let state_path = path.join("state.json");
+        if state_path.exists() {
+            let text = fs::read_to_string(&state_path).map_err(io(&state_path))?;
+            let state = serde_json::from_str(&text)
+                .map_err(|e| CheckpointFault::Format { path: state_path.clone(), why: e.to_string() })?;
+            return Ok(Some((state, path)));
+        }
+    }
+    Ok(None)
+}
+
+/// Write `module` as `<module_file>`, `optimizer` and `state` into a fresh `checkpoint/` under `dir`.
+pub(crate) fn write<M: Module + Clone, S: Serialize>(
+    dir: &Path,
+    module_file: &str,
+    module: &M,
+    optimizer: &ModuleOptimizer,
+    state: &S,
+) -> Result<(), CheckpointFault> {
+    let tmp = dir.join(format!("checkpoint.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+    }
+    fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    let fault = |file: &str, why: String| CheckpointFault::Format { path: tmp.join(file), why };
+    module.clone().save_file(tmp.join(module_file)).map_err(|e| fault(module_file, e.to_string()))?;
+    optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| fault("optimizer.bpk", e.to_string()))?;
+    let state_path = tmp.join("state.json");
+    let json = serde_json::to_string(state).map_err(|e| fault("state.json", e.to_string()))?;
+    let mut f = fs::File::create(&state_path).map_err(io(&state_path))?;
+    f.write_all(json.as_bytes()).map_err(io(&state_path))?;
+    f.sync_all().map_err(io(&state_path))?;
+    for file in [module_file, "optimizer.bpk"] {
+        let p = tmp.join(file);
+        fs::File::open(&p).and_then(|f| f.sync_all()).map_err(io(&p))?;
+    }
+    let current = dir.join(CHECKPOINT);
+    let old = dir.join(CHECKPOINT_OLD);
+    if old.exists() {
+        fs::remove_dir_all(&old).map_err(io(&old))?;
+    }
+    if current.exists() {
+        fs::rename(&current, &old).map_err(io(&current))?;
+    }
+    fs::rename(&tmp, &current).map_err(io(&tmp))?;
+    if old.exists() {
+        fs::remove_dir_all(&old).map_err(io(&old))?;
+    }
+    Ok(())
+}
