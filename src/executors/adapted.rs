@@ -139,9 +139,9 @@ pub(super) fn execute(
         loss.as_ref(),
         &executor.device,
         Some(&fit_dir.join("train")),
-        &mut |s| log.step(s),
+        &mut |s| log.step(s, ctx),
     )?;
-    log.report(ctx, fitted.resumed_from);
+    log.resumed(ctx, fitted.resumed_from);
     let model_dir =
         fit_dir.join(if matches!(fitted.adaptation, Adaptation::Lora(_)) { "adapter" } else { "model" });
     save_adapted(&fitted, &model_dir)?;

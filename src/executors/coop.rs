@@ -129,9 +129,9 @@ pub(super) fn execute(
         &config,
         device,
         Some(&fit_dir.join("train")),
-        &mut |s| log.step(s),
+        &mut |s| log.step(s, ctx),
     )?;
-    log.report(ctx, outcome.resumed_from);
+    log.resumed(ctx, outcome.resumed_from);
     std::fs::create_dir_all(&fit_dir).map_err(|e| format!("{}: {e}", fit_dir.display()))?;
     write_prompt(&fit_dir.join("prompt.json"), &outcome)?;
 

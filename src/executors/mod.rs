@@ -88,38 +88,44 @@ fn condition_name(c: &Condition) -> String {
     }
 }
 
-/// Collects one progress line per epoch (and the last step) of a training run, tagged `kind`.
+/// Reports one progress line per epoch (and the last step) of a training run, tagged `kind`:
+/// loss, learning rate, images/s and the time left at the current pace.
 struct EpochLog {
     kind: &'static str,
     last_epoch: usize,
-    lines: Vec<String>,
+    started: std::time::Instant,
+    images: usize,
+    steps: usize,
 }
 
 impl EpochLog {
     fn new(kind: &'static str) -> Self {
-        EpochLog { kind, last_epoch: usize::MAX, lines: Vec::new() }
+        EpochLog { kind, last_epoch: usize::MAX, started: std::time::Instant::now(), images: 0, steps: 0 }
     }
 
-    fn step(&mut self, s: &StepReport) {
+    fn step(&mut self, s: &StepReport, ctx: &mut RunContext<'_>) {
+        self.images += s.images;
+        self.steps += 1;
         if s.epoch != self.last_epoch || s.step == s.total_steps {
             self.last_epoch = s.epoch;
-            self.lines.push(format!(
-                "{}: epoch {} step {}/{} loss {:.4} lr {:.2e}",
+            let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
+            let left = seconds / self.steps as f64 * (s.total_steps - s.step) as f64;
+            ctx.report(&format!(
+                "{}: epoch {} step {}/{} loss {:.4} lr {:.2e} · {:.0} img/s · {:.0} s left",
                 self.kind,
                 s.epoch + 1,
                 s.step,
                 s.total_steps,
                 s.loss,
-                s.lr
+                s.lr,
+                self.images as f64 / seconds,
+                left
             ));
         }
     }
 
-    /// Report the lines, and the resume point if there was one.
-    fn report(&self, ctx: &mut RunContext<'_>, resumed_from: Option<usize>) {
-        for line in &self.lines {
-            ctx.report(line);
-        }
+    /// Report the resume point if there was one.
+    fn resumed(&self, ctx: &mut RunContext<'_>, resumed_from: Option<usize>) {
         if let Some(step) = resumed_from {
             ctx.report(&format!("{}: resumed from the checkpoint at step {step}", self.kind));
         }
