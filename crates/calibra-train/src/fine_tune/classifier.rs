@@ -71,16 +71,7 @@ impl EncoderClassifier {
         // so the same seed gives the same head as a [K, d] draw in the peer.
         let w_out_in = draw(n_outputs * dim);
         let bias = draw(n_outputs);
-        let mut w_in_out = vec![0f32; dim * n_outputs];
-        for o in 0..n_outputs {
-            for i in 0..dim {
-                w_in_out[i * n_outputs + o] = w_out_in[o * dim + i];
-            }
-        }
-        let head = Linear {
-            weight: Param::from_data(TensorData::new(w_in_out, [dim, n_outputs]), device),
-            bias: Some(Param::from_data(TensorData::new(bias, [n_outputs]), device)),
-        };
+        let head = pytorch_linear(&w_out_in, Some(bias), n_outputs, dim, device);
         let mut encoder = encoder;
         let wrapped = match adaptation {
             Adaptation::Full => Vec::new(),
@@ -111,6 +102,27 @@ impl EncoderClassifier {
             out.insert("classifier.bias".to_string(), host(bias.val())?);
         }
         Ok(out)
+    }
+}
+
+/// A burn `Linear` (weight `[in, out]`) from a PyTorch `nn.Linear` weight `[out, in]` (row-major)
+/// and optional bias `[out]`.
+pub(super) fn pytorch_linear(
+    w_out_in: &[f32],
+    bias: Option<Vec<f32>>,
+    n_outputs: usize,
+    dim: usize,
+    device: &Device,
+) -> Linear {
+    let mut w_in_out = vec![0f32; dim * n_outputs];
+    for o in 0..n_outputs {
+        for i in 0..dim {
+            w_in_out[i * n_outputs + o] = w_out_in[o * dim + i];
+        }
+    }
+    Linear {
+        weight: Param::from_data(TensorData::new(w_in_out, [dim, n_outputs]), device),
+        bias: bias.map(|b| Param::from_data(TensorData::new(b, [n_outputs]), device)),
     }
 }
 

@@ -14,8 +14,8 @@ mod classifier;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use burn::module::{Module, Param};
-use burn::tensor::{Device, TensorData};
+use burn::module::Module;
+use burn::tensor::Device;
 use calibra_data::{Dataset, PreprocessConfig, Target};
 use calibra_models::Encoder;
 use calibra_models::lora::extract_adapter;
@@ -247,16 +247,8 @@ pub fn load_adapted_lora(
         FineTuneError::Invalid(format!("{}: the adapter saves no `classifier.weight`", adapter_dir.display()))
     })?;
     let [k, d] = [weight.shape[0], weight.shape[1]];
-    let (mut model, _) = EncoderClassifier::new(encoder, d, k, &Adaptation::Head, 0, device)?;
-    let mut w = vec![0f32; d * k];
-    for o in 0..k {
-        for i in 0..d {
-            w[i * k + o] = weight.data[o * d + i];
-        }
-    }
-    model.head.weight = Param::from_data(TensorData::new(w, [d, k]), device);
-    if let Some(b) = adapter.saved.get("classifier.bias") {
-        model.head.bias = Some(Param::from_data(TensorData::new(b.data.clone(), [k]), device));
-    }
+    let bias = adapter.saved.get("classifier.bias").map(|b| b.data.clone());
+    let head = classifier::pytorch_linear(&weight.data, bias, k, d, device);
+    let model = EncoderClassifier { encoder: encoder.no_grad(), head: head.no_grad() };
     Ok(model)
 }
