@@ -29,6 +29,12 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointFault + '_ {
     move |source| CheckpointFault::Io { path: path.to_path_buf(), source }
 }
 
+/// Whether a checkpoint is written after step `done` of `total`: at the end, and every `every` steps
+/// (0: only at the end).
+pub(crate) fn due(done: usize, total: usize, every: usize) -> bool {
+    done == total || (every > 0 && done.is_multiple_of(every))
+}
+
 /// The newest complete checkpoint under `dir`: its `state.json` and its directory.
 pub(crate) fn read_state<S: DeserializeOwned>(dir: &Path) -> Result<Option<(S, PathBuf)>, CheckpointFault> {
     for name in [CHECKPOINT, CHECKPOINT_OLD] {

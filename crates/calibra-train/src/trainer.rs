@@ -325,7 +325,7 @@ pub fn train<M: Classifier>(
         });
         let done = step + 1;
         if let Some(dir) = checkpoint_dir
-            && (done == total_steps || (config.checkpoint_every > 0 && done % config.checkpoint_every == 0))
+            && crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every)
         {
             crate::checkpoint_dir::write(
                 dir,

@@ -326,7 +326,7 @@ pub fn train_prompt_learner(
         });
         let done = step + 1;
         if let Some(dir) = checkpoint_dir
-            && (done == total_steps || (config.checkpoint_every > 0 && done % config.checkpoint_every == 0))
+            && crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every)
         {
             let state = CoopState {
                 format: 1,
