@@ -1,6 +1,8 @@
 //! Dataset SPEC strings: `FORMAT:LOCATION[?key=value&key=value...]` (see the crate docs for the table).
 
+use crate::dataset::TaskKind;
 use crate::error::DataError;
+use crate::synth::SynthSuite;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -119,6 +121,19 @@ impl DatasetSpec {
         Ok(DatasetSpec { raw: raw.to_string(), format, location: location.to_string(), options })
     }
 
+    /// The task kind when the spec alone fixes it, without reading any file: the synthetic suites,
+    /// ISIC 2019 (multiclass), APTOS 2019 (ordinal), CheXpert and MIMIC-CXR (multilabel). `None` for
+    /// formats whose kind depends on the data (CSV, ImageFolder, MedMNIST) and for unknown suites.
+    pub fn known_task_kind(&self) -> Option<TaskKind> {
+        match self.format {
+            DatasetFormat::Synth => SynthSuite::parse(&self.location).map(|s| s.label_space().kind),
+            DatasetFormat::Isic2019 => Some(TaskKind::Multiclass),
+            DatasetFormat::Aptos2019 => Some(TaskKind::Ordinal),
+            DatasetFormat::CheXpert | DatasetFormat::MimicCxr => Some(TaskKind::Multilabel),
+            DatasetFormat::Csv | DatasetFormat::ImageFolder | DatasetFormat::MedMnist => None,
+        }
+    }
+
     /// The location as a path.
     pub fn path(&self) -> PathBuf {
         PathBuf::from(&self.location)
@@ -149,6 +164,18 @@ impl DatasetSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_task_kind_from_the_spec_alone() {
+        let kind = |s: &str| DatasetSpec::parse(s).unwrap().known_task_kind();
+        assert_eq!(kind("synth:derm?n=50"), Some(TaskKind::Multiclass));
+        assert_eq!(kind("synth:fundus"), Some(TaskKind::Ordinal));
+        assert_eq!(kind("synth:chest-site-b"), Some(TaskKind::Multilabel));
+        assert_eq!(kind("chexpert:/data/CheXpert-v1.0-small/train.csv"), Some(TaskKind::Multilabel));
+        assert_eq!(kind("aptos2019:/data/aptos/train.csv"), Some(TaskKind::Ordinal));
+        assert_eq!(kind("csv:/data/labels.csv"), None);
+        assert_eq!(kind("synth:nope"), None);
+    }
 
     #[test]
     fn parses_format_location_and_options() {

@@ -192,7 +192,7 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                     .iter()
                     .flat_map(|c| {
                         recipe
-                            .calibrators
+                            .calibrators_for(dataset)
                             .iter()
                             .map(|cal| Slot { condition: c.clone(), calibrator: cal.clone() })
                     })

@@ -26,6 +26,9 @@ pub const LOSSES: &[(&str, &[&str])] = &[
 
 /// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.
 pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", "dirichlet"];
+/// The calibrators that need single-label predictions (a multilabel dataset is calibrated per label,
+/// which only `temperature` and `isotonic` support).
+pub const SINGLE_LABEL_CALIBRATORS: &[&str] = &["vector", "dirichlet"];
 
 /// Acquisition perturbations (`[perturbations] names`), as named by calibra-data.
 pub const PERTURBATIONS: &[&str] = &["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"];

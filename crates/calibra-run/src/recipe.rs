@@ -22,6 +22,8 @@
 //! name = "derm"                       # optional; default: synth suite name or file stem of the location
 //! spec = "synth:derm?n=600"           # a calibra-data dataset SPEC
 //! shift = [{ name = "chest-b", spec = "synth:chest-site-b" }]   # optional shift targets
+//! calibrators = ["none", "temperature"]   # optional: this dataset's list (default: the top-level one);
+//!                                     # `vector` and `dirichlet` are single-label only
 //!
 //! [perturbations]                     # optional; absent = clean test split only
 //! names = ["gaussian-blur", "jpeg"]   # names::PERTURBATIONS
@@ -161,6 +163,10 @@ pub struct DatasetEntry {
     /// Shift targets.
     #[serde(default)]
     pub shift: Vec<ShiftEntry>,
+    /// Post-hoc calibrators for this dataset and its shift targets (default: the top-level list),
+    /// e.g. to leave the multiclass-only `dirichlet` out for a multilabel dataset.
+    #[serde(default)]
+    pub calibrators: Option<Vec<String>>,
 }
 
 impl DatasetEntry {
@@ -515,6 +521,11 @@ impl Recipe {
         self.evaluator.clone().unwrap_or_default()
     }
 
+    /// The post-hoc calibrators of `dataset`: its own list, else the top-level one.
+    pub fn calibrators_for<'a>(&'a self, dataset: &'a DatasetEntry) -> &'a [String] {
+        dataset.calibrators.as_deref().unwrap_or(&self.calibrators)
+    }
+
     /// The adapted regimes present in the recipe (those that train with a loss).
     pub fn adapted_regimes(&self) -> Vec<Regime> {
         let r = &self.regimes;
@@ -532,15 +543,7 @@ impl Recipe {
         // Top-level lists.
         non_empty_distinct(&mut problem, &root.key("seeds"), &self.seeds);
         check_fractions(&mut problem, &root.key("label_fractions"), &self.label_fractions, "label fraction");
-        non_empty_distinct(&mut problem, &root.key("calibrators"), &self.calibrators);
-        for (i, c) in self.calibrators.iter().enumerate() {
-            if !names::is_known(names::CALIBRATORS, c) {
-                problem(
-                    root.key("calibrators").index(i),
-                    format!("unknown calibrator `{c}`; expected one of {}", names::CALIBRATORS.join(", ")),
-                );
-            }
-        }
+        check_calibrators(&mut problem, &root.key("calibrators"), &self.calibrators);
 
         // Encoders.
         if self.encoders.is_empty() {
@@ -590,6 +593,10 @@ impl Recipe {
             if let Some(first) = seen.insert(name.clone(), i) {
                 problem(at.key("name"), format!("dataset name `{name}` is also used by datasets[{first}]"));
             }
+            if let Some(list) = &d.calibrators {
+                check_calibrators(&mut problem, &at.key("calibrators"), list);
+            }
+            check_calibrators_fit_task(&mut problem, &root, i, d, self.calibrators_for(d));
             let mut targets = BTreeSet::new();
             for (j, s) in d.shift.iter().enumerate() {
                 check_spec(&mut problem, &at.key("shift").index(j).key("spec"), &s.spec, options);
@@ -943,6 +950,59 @@ fn check_scope_encoders(
                 format!(
                     "`{name}` is not an encoder of this recipe; expected one of {}",
                     known.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn check_calibrators(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list: &[String]) {
+    non_empty_distinct(problem, at, list);
+    for (i, c) in list.iter().enumerate() {
+        if !names::is_known(names::CALIBRATORS, c) {
+            problem(
+                at.index(i),
+                format!("unknown calibrator `{c}`; expected one of {}", names::CALIBRATORS.join(", ")),
+            );
+        }
+    }
+}
+
+/// A multilabel dataset (when its spec alone says so) cannot take a single-label-only calibrator:
+/// caught here, before any work, instead of as a failed run per fit.
+fn check_calibrators_fit_task(
+    problem: &mut dyn FnMut(KeyPath, String),
+    root: &KeyPath,
+    index: usize,
+    dataset: &DatasetEntry,
+    calibrators: &[String],
+) {
+    let multilabel = calibra_data::DatasetSpec::parse(&dataset.spec)
+        .ok()
+        .and_then(|s| s.known_task_kind())
+        .is_some_and(|k| k == calibra_data::TaskKind::Multilabel);
+    if !multilabel {
+        return;
+    }
+    let supported: Vec<&str> = calibrators
+        .iter()
+        .map(String::as_str)
+        .filter(|c| !names::SINGLE_LABEL_CALIBRATORS.contains(c))
+        .collect();
+    for (i, c) in calibrators.iter().enumerate() {
+        if names::SINGLE_LABEL_CALIBRATORS.contains(&c.as_str()) {
+            let at = match dataset.calibrators {
+                Some(_) => root.key("datasets").index(index).key("calibrators").index(i),
+                None => root.key("calibrators").index(i),
+            };
+            problem(
+                at,
+                format!(
+                    "`{c}` calibrates single-label (multiclass / ordinal) predictions, but dataset `{}` \
+                     ({}) is multilabel; give that [[datasets]] entry its own list, e.g. calibrators = [{}]",
+                    dataset.display_name(),
+                    dataset.spec,
+                    supported.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
                 ),
             );
         }

@@ -181,3 +181,44 @@ fn no_regime_is_an_error() {
     let e = err(&text);
     assert!(e.contains("at least one regime"), "{e}");
 }
+
+#[test]
+fn single_label_calibrators_on_a_multilabel_dataset_are_refused_up_front() {
+    // The top-level list applies to the multilabel chest task: refused at that list's key.
+    let text = BASE
+        .replace(
+            "calibrators = [\"none\", \"temperature\"]",
+            "calibrators = [\"none\", \"temperature\", \"dirichlet\"]",
+        )
+        .replace("spec = \"synth:derm?n=40\"", "spec = \"synth:chest?n=40\"");
+    let line = text.lines().position(|l| l.contains("dirichlet")).unwrap() + 1;
+    let e = err(&text);
+    assert!(e.contains(&format!("r.toml:{line}: key `calibrators[2]`")), "{e}");
+    assert!(e.contains("dataset `chest`") && e.contains("calibrators = [\"none\", \"temperature\"]"), "{e}");
+
+    // The dataset's own list overrides the top-level one, and the grid uses it.
+    let scoped = text.replace(
+        "spec = \"synth:chest?n=40\"",
+        "spec = \"synth:chest?n=40\"\ncalibrators = [\"none\", \"isotonic\"]",
+    );
+    let r = parse(&scoped).unwrap();
+    assert_eq!(r.calibrators_for(&r.datasets[0]), ["none", "isotonic"]);
+    let fits = crate::grid::expand(&r);
+    assert!(
+        fits.iter().all(|f| f.slots.iter().all(|s| s.calibrator == "none" || s.calibrator == "isotonic"))
+    );
+
+    // A dataset list naming a single-label calibrator is refused at its own key.
+    let bad = text.replace(
+        "spec = \"synth:chest?n=40\"",
+        "spec = \"synth:chest?n=40\"\ncalibrators = [\"none\", \"vector\"]",
+    );
+    assert!(err(&bad).contains("key `datasets[0].calibrators[1]`"), "{}", err(&bad));
+
+    // A single-label dataset takes every calibrator.
+    let derm = BASE.replace(
+        "calibrators = [\"none\", \"temperature\"]",
+        "calibrators = [\"none\", \"temperature\", \"vector\", \"dirichlet\"]",
+    );
+    parse(&derm).unwrap();
+}
