@@ -34,7 +34,7 @@
 //! 9. **Stability** (optional, spec §5.2–5.3): [`stability`] on the panel, with sub-panel sizes and the
 //!    insertion split scaled to the panel ([`EvaluationOptions::stability_for_panel`]).
 //! 10. **Calibration stability** (spec §6): accuracy, ECE, MCE and ACE across seeds and across prompt
-//!    templates ([`calibration_stability`]), from the records alone: computed for every run set.
+//!     templates ([`calibration_stability`]), from the records alone: computed for every run set.
 //!
 //! # A run set without a CRS
 //! Steps 2–9 need four-axis profiles of at least two encoders in the configured regime. When the run set
