@@ -575,7 +575,6 @@ fn summary_table(e: &Evaluation) -> String {
     if let Some(why) = &e.crs_not_computed {
         let _ = writeln!(out, "{why}");
     }
-    stability_summary(&e.calibration_stability, &mut out);
     let width = e.crs.iter().map(|c| c.encoder.chars().count()).max().unwrap_or(0).max("encoder".len());
     if !e.crs.is_empty() {
         let _ = writeln!(
@@ -611,6 +610,7 @@ fn summary_table(e: &Evaluation) -> String {
             c.comparison.mean_abs_displacement
         );
     }
+    stability_summary(&e.calibration_stability, &mut out);
     if let Some(f) = &e.focus {
         let _ = writeln!(
             out,
