@@ -404,12 +404,15 @@ fn correlation(level: &'static str, a: &str, b: &str, pairs: &[(Option<f64>, Opt
 impl Evaluation {
     /// Run the evaluation (see the module documentation).
     ///
+    /// A run set that cannot give a CRS as a whole is not an error: see the module docs, "A run set
+    /// without a CRS" ([`Evaluation::crs_not_computed`]).
+    ///
     /// # Errors
-    /// An empty run set; an axis plan that cannot be resolved; no encoder in the configured regime;
-    /// an encoder missing a whole axis ([`CrsError::MissingAxis`]); a saved reference measured with
-    /// other estimators ([`CrsError::EstimatorMismatch`]) or holding a panel member with other values;
-    /// fewer than 2 encoders or no spread on an axis for a panel-built reference; bootstrap or stability
-    /// parameter errors.
+    /// An empty run set; label-efficiency fractions outside (0, 1); an encoder missing a whole axis that
+    /// other encoders of the regime have ([`CrsError::MissingAxis`]); a saved reference with a run set
+    /// that cannot give a CRS, measured with other estimators ([`CrsError::EstimatorMismatch`]) or
+    /// holding a panel member with other values; no spread on an axis for a panel-built reference;
+    /// bootstrap or stability parameter errors.
     pub fn build(set: &RunRecordSet, options: &EvaluationOptions) -> Result<Self, CrsError> {
         if set.is_empty() {
             return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
