@@ -6,12 +6,23 @@
 //! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
 //! - `report.md` and `figures/*.svg`;
-//! - `reference.json`: the reference the CRS was computed against;
+//! - `reference.json`: the reference the CRS was computed against (absent without a CRS);
+//! - `calibration_stability.json` and `calibration_stability.csv`: accuracy, ECE, MCE and ACE
+//!   (`adaptive_ece`) across seeds and across prompt templates, per (encoder, dataset, regime, method,
+//!   calibrator, label fraction, condition): n, mean and sample std (ddof 1) of each
+//!   (`calibra_crs::calibration_stability`);
 //! - encoder analyses E1–E6: `e1_specialist.csv`, `e2_calibration_repair.csv`, `e3_feature_depth.csv`,
 //!   `e4_corruption_miscalibration.csv`, `e5_prompting.csv`, `e6_label_crossover.csv` (header only when
 //!   the analysis had not enough records; the reason is in `evaluation.json` and the report);
 //! - FOCUS additions (unless `--no-focus`): `group_metrics.csv` (per run, column, metric and group),
 //!   `group_gaps.csv` (per cell, column and metric: gap mean/std over seeds), `adaptation_deltas.csv`.
+//!
+//! A run set that cannot give a CRS as a whole (e.g. the records of `calibra zero-shot`: one label
+//! fraction, no perturbations; or a single encoder) is still evaluated: metric rows, calibration
+//! stability and the analyses that apply are written, `profiles.csv` and `crs.csv` hold their header
+//! only, and the reason is printed, stated at the top of `report.md` and stored as
+//! `crs_not_computed` in `evaluation.json`; the exit status is 0. Asking for what needs the CRS
+//! (`--reference`, `--save-reference`) on such a set is an error.
 //!
 //! The directory is complete or absent: everything is written (each file atomically) into a temporary
 //! sibling directory that is renamed to DIR at the end; on error the temporary directory is removed.
@@ -25,8 +36,8 @@ use anyhow::{Context, Result, bail};
 use calibra_crs::encoder_analyses::EncoderAnalysisOptions;
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
-    AXES, AxisConfig, AxisWeights, BootstrapConfig, ComponentWeights, Reference, Regime, RobustnessVariant,
-    RunRecordSet, ScoreWeights,
+    AXES, AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference,
+    Regime, RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
 };
 use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
 use calibra_metrics::{
@@ -263,6 +274,73 @@ fn reliability_figures(set: &RunRecordSet, n_bins: usize) -> Result<Vec<Reliabil
     Ok(out)
 }
 
+/// The condition columns of a CSV row: kind, perturbation, severity, shift target.
+fn condition_cells(condition: &calibra_crs::Condition) -> [String; 4] {
+    match condition {
+        calibra_crs::Condition::Clean => ["clean".into(), String::new(), String::new(), String::new()],
+        calibra_crs::Condition::Perturbation { perturbation, severity } => {
+            ["perturbation".into(), perturbation.clone(), severity.to_string(), String::new()]
+        }
+        calibra_crs::Condition::Shift { target } => {
+            ["shift".into(), String::new(), String::new(), target.clone()]
+        }
+    }
+}
+
+/// `calibration_stability.csv`: one row per stability group; per metric of
+/// [`STABILITY_METRICS`] its `_n`, `_mean` and `_std` (empty std below 2 members, all three empty when
+/// the group does not carry the metric); `members` is `;`-separated (seeds or template ids).
+fn calibration_stability_csv(table: &CalibrationStability) -> Result<Vec<u8>> {
+    let mut header: Vec<String> = [
+        "axis",
+        "encoder",
+        "dataset",
+        "regime",
+        "method",
+        "calibrator",
+        "label_fraction",
+        "condition",
+        "perturbation",
+        "severity",
+        "shift_target",
+        "template",
+        "seed",
+        "members",
+    ]
+    .map(String::from)
+    .to_vec();
+    for m in STABILITY_METRICS {
+        header.extend(["n", "mean", "std"].map(|s| format!("{m}_{s}")));
+    }
+    let rows = table
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.axis.name().to_string(),
+                r.encoder.clone(),
+                r.dataset.clone(),
+                r.regime.name().to_string(),
+                r.method.clone(),
+                r.calibrator.clone(),
+                r.label_fraction.to_string(),
+            ];
+            row.extend(condition_cells(&r.condition));
+            row.push(r.template.clone().unwrap_or_default());
+            row.push(r.seed.map(|s| s.to_string()).unwrap_or_default());
+            row.push(r.members.join(";"));
+            for m in STABILITY_METRICS {
+                match r.metric(m) {
+                    Some(s) => row.extend([s.n.to_string(), csv_number(Some(s.mean)), csv_number(s.std)]),
+                    None => row.extend([String::new(), String::new(), String::new()]),
+                }
+            }
+            row
+        })
+        .collect();
+    csv_bytes(&header.iter().map(String::as_str).collect::<Vec<_>>(), rows)
+}
+
 /// A number in a CSV cell: shortest round-trip form, empty when absent or undefined.
 fn csv_number(x: Option<f64>) -> String {
     match x {
@@ -284,22 +362,14 @@ fn csv_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Result<Vec<u8>> {
 fn output_files(
     e: &Evaluation,
     figures: &[ReliabilityFigure],
-    reference_json: String,
+    reference_json: Option<String>,
 ) -> Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
     let rows = e
         .metric_rows
         .iter()
         .map(|r| {
-            let (kind, perturbation, severity, target) = match &r.condition {
-                calibra_crs::Condition::Clean => ("clean", String::new(), String::new(), String::new()),
-                calibra_crs::Condition::Perturbation { perturbation, severity } => {
-                    ("perturbation", perturbation.clone(), severity.to_string(), String::new())
-                }
-                calibra_crs::Condition::Shift { target } => {
-                    ("shift", String::new(), String::new(), target.clone())
-                }
-            };
+            let [kind, perturbation, severity, target] = condition_cells(&r.condition);
             vec![
                 r.encoder.clone(),
                 r.dataset.clone(),
@@ -307,7 +377,7 @@ fn output_files(
                 r.probe.clone(),
                 r.calibrator.clone(),
                 r.label_fraction.to_string(),
-                kind.to_string(),
+                kind,
                 perturbation,
                 severity,
                 target,
@@ -386,11 +456,21 @@ fn output_files(
         "in_panel",
     ]);
     files.push(("crs.csv".to_string(), csv_bytes(&header, rows)?));
+    files.push((
+        "calibration_stability.csv".to_string(),
+        calibration_stability_csv(&e.calibration_stability)?,
+    ));
+    files.push((
+        "calibration_stability.json".to_string(),
+        (serde_json::to_string_pretty(&e.calibration_stability)? + "\n").into_bytes(),
+    ));
     files.extend(focus_csv::focus_csv_files(e)?);
     for f in eval_report(e, figures) {
         files.push((f.path, f.contents.into_bytes()));
     }
-    files.push(("reference.json".to_string(), (reference_json + "\n").into_bytes()));
+    if let Some(json) = reference_json {
+        files.push(("reference.json".to_string(), (json + "\n").into_bytes()));
+    }
     files.push(("evaluation.json".to_string(), (serde_json::to_string_pretty(e)? + "\n").into_bytes()));
     Ok(files)
 }
@@ -438,23 +518,71 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
     result
 }
 
+/// How many clean template groups the summary lists before pointing to the files.
+const SUMMARY_TEMPLATE_ROWS: usize = 10;
+
+/// The calibration-stability lines of the summary: group counts, then the std across templates of the
+/// clean template groups (the first [`SUMMARY_TEMPLATE_ROWS`]).
+fn stability_summary(table: &CalibrationStability, out: &mut String) {
+    use std::fmt::Write;
+    let seeds = table.axis(StabilityAxis::Seeds).count();
+    let templates: Vec<_> = table.axis(StabilityAxis::Templates).collect();
+    let _ = writeln!(
+        out,
+        "calibration stability: {seeds} seed groups, {} template groups (calibration_stability.csv)",
+        templates.len()
+    );
+    let clean: Vec<_> = templates.iter().filter(|r| r.condition == calibra_crs::Condition::Clean).collect();
+    for r in clean.iter().take(SUMMARY_TEMPLATE_ROWS) {
+        let std = |m: &str| r.metric(m).and_then(|s| s.std).map_or("n/a".to_string(), |v| format!("{v:.4}"));
+        let _ = writeln!(
+            out,
+            "  std across {} templates: {} / {} / {} / {} calibrator {} ρ={} seed {}: accuracy {} ECE {} MCE {} ACE {}",
+            r.members.len(),
+            r.encoder,
+            r.dataset,
+            r.regime,
+            r.method,
+            r.calibrator,
+            r.label_fraction,
+            r.seed.unwrap_or_default(),
+            std("accuracy"),
+            std("ece"),
+            std("mce"),
+            std("adaptive_ece"),
+        );
+    }
+    if clean.len() > SUMMARY_TEMPLATE_ROWS {
+        let _ = writeln!(out, "  … and {} more", clean.len() - SUMMARY_TEMPLATE_ROWS);
+    }
+}
+
 fn summary_table(e: &Evaluation) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    let reference = match e.reference_origin {
+        "saved" => "saved",
+        "panel" => "built from the run set's panel",
+        _ => "none",
+    };
     let _ = writeln!(
         out,
-        "{} run records → {} metric rows; {} encoders; reference: {}",
+        "{} run records → {} metric rows; {} encoders; reference: {reference}",
         e.input.records,
         e.input.metric_rows,
         e.crs.len(),
-        if e.reference_origin == "saved" { "saved" } else { "built from the run set's panel" }
     );
+    if let Some(why) = &e.crs_not_computed {
+        let _ = writeln!(out, "{why}");
+    }
     let width = e.crs.iter().map(|c| c.encoder.chars().count()).max().unwrap_or(0).max("encoder".len());
-    let _ = writeln!(
-        out,
-        "{:>4}  {:<width$}  {:>8}  {:>19}  {:>9}  {:>8}",
-        "rank", "encoder", "CRS", "95% interval", "P(rank1)", "P(top3)"
-    );
+    if !e.crs.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<width$}  {:>8}  {:>19}  {:>9}  {:>8}",
+            "rank", "encoder", "CRS", "95% interval", "P(rank1)", "P(top3)"
+        );
+    }
     let mut order: Vec<usize> = (0..e.crs.len()).collect();
     order.sort_by_key(|&i| e.crs[i].rank);
     let f = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.4}"));
@@ -482,6 +610,7 @@ fn summary_table(e: &Evaluation) -> String {
             c.comparison.mean_abs_displacement
         );
     }
+    stability_summary(&e.calibration_stability, &mut out);
     if let Some(f) = &e.focus {
         let _ = writeln!(
             out,
@@ -583,15 +712,25 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     } else {
         reliability_figures(&set, args.bins)?
     };
-    let reference = &evaluation.reference_used;
+    let reference = evaluation.reference_used.as_ref();
+    if let (Some(path), None) = (&args.save_reference, reference) {
+        bail!(
+            "--save-reference {}: there is no reference to save: {}",
+            path.display(),
+            evaluation.crs_not_computed.as_deref().unwrap_or("CRS not computed")
+        );
+    }
     if let Some(out) = &args.out {
-        let files = output_files(&evaluation, &figures, reference.to_json())?;
+        let files = output_files(&evaluation, &figures, reference.map(Reference::to_json))?;
         write_output_dir(out, &files, args.force)?;
         eprintln!("wrote {} files to {}", files.len(), out.display());
     }
-    if let Some(path) = &args.save_reference {
+    if let (Some(path), Some(reference)) = (&args.save_reference, reference) {
         reference.save(path)?;
         eprintln!("saved the reference to {}", path.display());
+    }
+    if let Some(why) = &evaluation.crs_not_computed {
+        eprintln!("note: {why}");
     }
     match args.format {
         OutputFormat::Json => emit(&(serde_json::to_string_pretty(&evaluation)? + "\n"))?,

@@ -33,6 +33,19 @@
 //!    on an axis) is skipped with a note.
 //! 9. **Stability** (optional, spec §5.2–5.3): [`stability`] on the panel, with sub-panel sizes and the
 //!    insertion split scaled to the panel ([`EvaluationOptions::stability_for_panel`]).
+//! 10. **Calibration stability** (spec §6): accuracy, ECE, MCE and ACE across seeds and across prompt
+//!     templates ([`calibration_stability`]), from the records alone: computed for every run set.
+//!
+//! # A run set without a CRS
+//! Steps 2–9 need four-axis profiles of at least two encoders in the configured regime. When the run set
+//! cannot give them **as a whole** — no runs of the configured regime/calibrator, a cell the axis
+//! configuration does not resolve to one probe, an axis that no encoder of the regime has (e.g. zero-shot
+//! records: one label fraction, no perturbations), or a single encoder without a saved reference — the
+//! evaluation still holds what the records give (metric rows, calibration stability, the encoder analyses
+//! that apply) and [`Evaluation::crs_not_computed`] says why the CRS is absent; profiles, CRS, bootstrap,
+//! rank comparisons, substitutions, correlations, per-domain CRS and the ranking stability are empty.
+//! With a saved reference (an explicit request to score) that is an error instead, and so is an axis that
+//! some encoders have and others lack (a gap in the data, never imputed: [`CrsError::MissingAxis`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,6 +54,7 @@ use serde::Serialize;
 
 use crate::axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
+use crate::calibration_stability::{CalibrationStability, calibration_stability};
 use crate::encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions, encoder_analyses};
 use crate::error::CrsError;
 use crate::focus_analyses::FocusReport;
@@ -263,14 +277,17 @@ pub struct Evaluation {
     /// Weights in force (the saved reference's, or the configured ones).
     pub component_weights: ComponentWeights,
     pub axis_weights: [f64; 4],
-    /// `panel` (built from this run set) or `saved`.
+    /// `panel` (built from this run set), `saved`, or `none` (no CRS: see `crs_not_computed`).
     pub reference_origin: &'static str,
-    /// The reference used, as its versioned JSON document.
+    /// The reference used, as its versioned JSON document (`null` without a CRS).
     pub reference: serde_json::Value,
     /// The reference used (not serialised: `reference` is its JSON form; save it with
-    /// [`Reference::save`]).
+    /// [`Reference::save`]); `None` without a CRS.
     #[serde(skip)]
-    pub reference_used: Reference,
+    pub reference_used: Option<Reference>,
+    /// Why the CRS (and everything built on profiles) is absent; `None` when it was computed. See the
+    /// module docs, "A run set without a CRS".
+    pub crs_not_computed: Option<String>,
     pub metric_rows: Vec<MetricRowRecord>,
     pub cells: Vec<CellAxes>,
     /// Encoder profiles in encoder-name order.
@@ -285,6 +302,8 @@ pub struct Evaluation {
     pub stability: Option<StabilityReport>,
     /// Encoder analyses E1–E6 (spec §5.7), from the metric rows.
     pub encoder_analyses: EncoderAnalyses,
+    /// Accuracy, ECE, MCE and ACE across seeds and across prompt templates (spec §6).
+    pub calibration_stability: CalibrationStability,
     /// FOCUS additions (spec §6) from per-sample predictions; `None` until attached with
     /// [`Evaluation::with_focus`] (they need file IO, which this module does not do).
     pub focus: Option<FocusReport>,
@@ -304,6 +323,72 @@ fn plan_profiles(
     Ok((plan, cells, profiles))
 }
 
+/// The profiles of the configured regime (`Ok(Ok(..))`), or why the run set as a whole cannot give a
+/// CRS (`Ok(Err(reason))`, see the module docs "A run set without a CRS"); `Err` for an invalid axis
+/// configuration or a gap in the data (an axis some encoders have and others lack).
+#[allow(clippy::type_complexity)]
+fn profiles_or_why_not(
+    table: &SeedTable,
+    means: &[f64],
+    options: &EvaluationOptions,
+    input: &InputSummary,
+) -> Result<Result<(AxisPlan, Vec<CellAxes>, Vec<Profile>), String>, CrsError> {
+    const NOT_COMPUTED: &str = "CRS not computed";
+    let axes = &options.axes;
+    // Fractions outside (0, 1) are a configuration error, reported by the plan as an axis-input error.
+    let fractions_valid = axes.le_fractions.iter().all(|&rho| rho > 0.0 && rho < 1.0);
+    let (plan, cells, profiles) = match plan_profiles(table, means, axes) {
+        Ok(found) => found,
+        Err(CrsError::AxisInput { message }) if fractions_valid => {
+            return Ok(Err(format!("{NOT_COMPUTED}: {message}")));
+        }
+        Err(e) => return Err(e),
+    };
+    if profiles.is_empty() {
+        let held: Vec<&str> = input.regimes.iter().map(|r| r.name()).collect();
+        return Ok(Err(format!(
+            "{NOT_COMPUTED}: no runs of regime `{}`{} to build profiles from (the run set holds regimes: {})",
+            axes.regime,
+            axes.calibrator.as_ref().map(|c| format!(" with calibrator `{c}`")).unwrap_or_default(),
+            held.join(", ")
+        )));
+    }
+    let needs = |axis: Axis| match axis {
+        Axis::Discrimination => {
+            format!("clean runs at label fraction 1 with the metric `{}`", axes.discrimination_metric)
+        }
+        Axis::Calibration => {
+            format!("clean runs at label fraction 1 with the metric `{}`", axes.calibration_metric)
+        }
+        Axis::LabelEfficiency => {
+            let fractions: Vec<String> = axes.le_fractions.iter().map(f64::to_string).collect();
+            format!("clean runs of one probe at the label fractions {} and 1", fractions.join(", "))
+        }
+        Axis::Robustness => "perturbation runs at label fraction 1".to_string(),
+    };
+    let missing: Vec<String> = AXES
+        .iter()
+        .filter(|&&axis| profiles.iter().all(|p| p.get(axis).is_none()))
+        .map(|&axis| format!("the {} axis needs {}", axis.name(), needs(axis)))
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Err(format!(
+            "{NOT_COMPUTED}: no encoder of regime `{}` has all four axes: {}",
+            axes.regime,
+            missing.join("; ")
+        )));
+    }
+    if profiles.len() < 2 && options.reference.is_none() {
+        return Ok(Err(format!(
+            "{NOT_COMPUTED}: a reference built from the run set needs at least 2 encoders, regime `{}` has {} \
+             (a single encoder can be scored against a saved reference)",
+            axes.regime,
+            profiles.len()
+        )));
+    }
+    Ok(Ok((plan, cells, profiles)))
+}
+
 /// CRS of complete profiles against a reference built on them.
 fn panel_crs_of(profiles: &[Profile], config: &ReferenceConfig) -> Result<Vec<(String, f64)>, CrsError> {
     let reference = Reference::build(profiles, config.clone())?;
@@ -319,12 +404,15 @@ fn correlation(level: &'static str, a: &str, b: &str, pairs: &[(Option<f64>, Opt
 impl Evaluation {
     /// Run the evaluation (see the module documentation).
     ///
+    /// A run set that cannot give a CRS as a whole is not an error: see the module docs, "A run set
+    /// without a CRS" ([`Evaluation::crs_not_computed`]).
+    ///
     /// # Errors
-    /// An empty run set; an axis plan that cannot be resolved; no encoder in the configured regime;
-    /// an encoder missing a whole axis ([`CrsError::MissingAxis`]); a saved reference measured with
-    /// other estimators ([`CrsError::EstimatorMismatch`]) or holding a panel member with other values;
-    /// fewer than 2 encoders or no spread on an axis for a panel-built reference; bootstrap or stability
-    /// parameter errors.
+    /// An empty run set; label-efficiency fractions outside (0, 1); an encoder missing a whole axis that
+    /// other encoders of the regime have ([`CrsError::MissingAxis`]); a saved reference with a run set
+    /// that cannot give a CRS, measured with other estimators ([`CrsError::EstimatorMismatch`]) or
+    /// holding a panel member with other values; no spread on an axis for a panel-built reference;
+    /// bootstrap or stability parameter errors.
     pub fn build(set: &RunRecordSet, options: &EvaluationOptions) -> Result<Self, CrsError> {
         if set.is_empty() {
             return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
@@ -361,23 +449,55 @@ impl Evaluation {
             metrics: table.metrics().to_vec(),
         };
 
+        let calibration_stability = calibration_stability(set);
+
         // Axes and profiles of the configured regime.
         let means = rows.means();
-        let (plan, cells, profiles) = plan_profiles(&table, means, &options.axes)?;
-        if profiles.is_empty() {
-            return Err(CrsError::AxisInput {
-                message: format!(
-                    "no runs of regime `{}`{} to build profiles from",
+        let (plan, cells, profiles) = match profiles_or_why_not(&table, means, options, &input)? {
+            Ok(found) => found,
+            Err(reason) => {
+                if options.reference.is_some() {
+                    return Err(CrsError::AxisInput {
+                        message: format!("cannot score against the saved reference: {reason}"),
+                    });
+                }
+                let encoder_analyses = encoder_analyses(
+                    &metric_rows,
+                    &[],
                     options.axes.regime,
-                    options
-                        .axes
-                        .calibrator
-                        .as_ref()
-                        .map(|c| format!(" with calibrator `{c}`"))
-                        .unwrap_or_default()
-                ),
-            });
-        }
+                    &options.axes.discrimination_metric,
+                    &options.axes.calibration_metric,
+                    &options.encoder_analyses,
+                );
+                return Ok(Evaluation {
+                    format: EVALUATION_FORMAT,
+                    version: EVALUATION_VERSION,
+                    input,
+                    axes: options.axes.clone(),
+                    estimators,
+                    component_weights: options.weights.component,
+                    axis_weights: options.weights.axis.as_array(),
+                    reference_origin: "none",
+                    reference: serde_json::Value::Null,
+                    reference_used: None,
+                    crs_not_computed: Some(reason),
+                    metric_rows,
+                    cells: Vec::new(),
+                    profiles: Vec::new(),
+                    crs: Vec::new(),
+                    bootstrap: None,
+                    rank_comparisons: Vec::new(),
+                    substitutions: Vec::new(),
+                    correlations: Vec::new(),
+                    per_domain: Vec::new(),
+                    stability: None,
+                    encoder_analyses,
+                    calibration_stability,
+                    focus: None,
+                    notes,
+                });
+            }
+        };
         let values: Vec<CellValues> = plan.evaluate_values(means);
         let aulc = plan.encoder_means(&values, |c| c.aulc);
         let corruption_only = plan.encoder_means(&values, |c| c.robustness_corruption_only);
@@ -413,16 +533,6 @@ impl Evaluation {
                 (saved.clone(), "saved")
             }
             None => {
-                if profiles.len() < 2 {
-                    return Err(CrsError::InvalidParameter {
-                        name: "panel",
-                        message: format!(
-                            "a reference built from the run set needs at least 2 encoders, regime `{}` has {}",
-                            options.axes.regime,
-                            profiles.len()
-                        ),
-                    });
-                }
                 let config = ReferenceConfig {
                     weights: options.weights,
                     estimators: estimators.clone(),
@@ -657,7 +767,8 @@ impl Evaluation {
             axis_weights: weights.axis.as_array(),
             reference_origin: origin,
             reference: reference_json,
-            reference_used: reference,
+            reference_used: Some(reference),
+            crs_not_computed: None,
             metric_rows,
             cells,
             profiles: encoder_profiles,
@@ -669,6 +780,7 @@ impl Evaluation {
             per_domain,
             stability: stability_report,
             encoder_analyses,
+            calibration_stability,
             focus: None,
             notes,
         })
@@ -684,6 +796,7 @@ impl Evaluation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration_stability::StabilityAxis;
     use crate::run_record::RunRecord;
 
     fn rec(
@@ -785,19 +898,89 @@ mod tests {
     fn a_saved_reference_with_other_estimators_is_refused() {
         let base = Evaluation::build(&set(None), &options(10)).unwrap();
         let opts = EvaluationOptions {
-            reference: Some(base.reference_used.clone()),
+            reference: base.reference_used.clone(),
             axes: AxisConfig { robustness: RobustnessVariant::CorruptionOnly, ..AxisConfig::default() },
             ..options(10)
         };
         let err = Evaluation::build(&set(None), &opts).unwrap_err();
         assert!(matches!(err, CrsError::EstimatorMismatch { .. }), "{err}");
         // The same estimators reproduce the panel scores exactly.
-        let again = EvaluationOptions { reference: Some(base.reference_used.clone()), ..options(10) };
+        let again = EvaluationOptions { reference: base.reference_used.clone(), ..options(10) };
         let e = Evaluation::build(&set(None), &again).unwrap();
         assert_eq!(e.reference_origin, "saved");
         for (a, b) in base.crs.iter().zip(&e.crs) {
             assert_eq!(a.crs.to_bits(), b.crs.to_bits());
         }
+    }
+
+    /// Zero-shot records as `calibra zero-shot` writes them: one per template, one seed, fraction 1.
+    fn zero_shot_set() -> RunRecordSet {
+        let records = (1..=3)
+            .map(|t| {
+                let mut r = rec("clip", Regime::ZeroShot, 1.0, 0, Condition::Clean, 0.6, 0.1 * t as f64);
+                r.probe = format!("zero-shot:P{t}");
+                r
+            })
+            .collect();
+        RunRecordSet::from_records(records, "mem").unwrap()
+    }
+
+    #[test]
+    fn a_set_without_the_configured_regime_gives_rows_and_stability_but_no_crs() {
+        let e = Evaluation::build(&zero_shot_set(), &options(10)).unwrap();
+        let why = e.crs_not_computed.as_deref().unwrap();
+        assert!(why.contains("no runs of regime `frozen`") && why.contains("zero-shot"), "{why}");
+        assert!(e.crs.is_empty() && e.profiles.is_empty() && e.bootstrap.is_none());
+        assert!(e.reference_used.is_none() && e.reference.is_null() && e.reference_origin == "none");
+        assert_eq!(e.metric_rows.len(), 3 * 2);
+        let templates: Vec<_> = e.calibration_stability.axis(StabilityAxis::Templates).collect();
+        assert_eq!(templates.len(), 1);
+        assert_eq!(templates[0].members, ["P1", "P2", "P3"]);
+    }
+
+    #[test]
+    fn a_regime_with_axes_no_encoder_has_names_them() {
+        let opts = EvaluationOptions {
+            axes: AxisConfig {
+                regime: Regime::ZeroShot,
+                probe: Some("zero-shot:P1".into()),
+                ..AxisConfig::default()
+            },
+            ..options(10)
+        };
+        let e = Evaluation::build(&zero_shot_set(), &opts).unwrap();
+        let why = e.crs_not_computed.unwrap();
+        assert!(
+            why.contains("label_efficiency axis needs") && why.contains("0.01, 0.05, 0.1, 0.25"),
+            "{why}"
+        );
+        assert!(why.contains("robustness axis needs"), "{why}");
+        // Without --probe the templates are several probes per cell: also named, not an error.
+        let opts = EvaluationOptions {
+            axes: AxisConfig { regime: Regime::ZeroShot, ..AxisConfig::default() },
+            ..options(10)
+        };
+        let why = Evaluation::build(&zero_shot_set(), &opts).unwrap().crs_not_computed.unwrap();
+        assert!(why.contains("zero-shot:P1") && why.contains("zero-shot:P2"), "{why}");
+    }
+
+    #[test]
+    fn a_saved_reference_on_a_set_without_a_crs_is_an_error() {
+        let base = Evaluation::build(&set(None), &options(10)).unwrap();
+        let opts = EvaluationOptions { reference: base.reference_used.clone(), ..options(10) };
+        let err = Evaluation::build(&zero_shot_set(), &opts).unwrap_err().to_string();
+        assert!(err.contains("saved reference") && err.contains("no runs of regime"), "{err}");
+    }
+
+    #[test]
+    fn a_full_set_keeps_its_crs_and_gains_the_stability_table() {
+        let e = Evaluation::build(&set(None), &options(10)).unwrap();
+        assert!(e.crs_not_computed.is_none() && e.reference_used.is_some());
+        // 4 encoders × (5 clean fractions + 1 perturbation) frozen groups + 3 LoRA groups, 3 seeds each.
+        let seeds: Vec<_> = e.calibration_stability.axis(StabilityAxis::Seeds).collect();
+        assert_eq!(seeds.len(), 4 * 6 + 3);
+        assert!(seeds.iter().all(|r| r.members == ["0", "1", "2"]));
+        assert_eq!(e.calibration_stability.axis(StabilityAxis::Templates).count(), 0);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness),
 //! references (a frozen panel with anchors, saved as versioned JSON), the Clinical Reliability Score
 //! (dominance D, ideal-point S, worst-axis W), run records → metric rows → axes, the paired-seed
-//! bootstrap, stability analyses, and rank comparison of two orderings; the encoder analyses E1–E6 and
-//! the FOCUS additions (subgroup and quality-stratum gaps from declared group columns, adapted − base
-//! deltas with paired bootstrap intervals and Benjamini–Hochberg correction).
+//! bootstrap, stability analyses, calibration stability across seeds and prompt templates, and rank
+//! comparison of two orderings; the encoder analyses E1–E6 and the FOCUS additions (subgroup and
+//! quality-stratum gaps from declared group columns, adapted − base deltas with paired bootstrap
+//! intervals and Benjamini–Hochberg correction).
 //!
 //! Must not depend on: burn, models or training code. It consumes run records and predictions-derived
 //! metrics from any framework; numerics come from calibra-metrics.
@@ -36,10 +37,16 @@ pub mod group_columns;
 pub mod multiple_testing;
 pub mod sample_metrics;
 pub mod subgroup_gaps;
+// Calibration stability across seeds and prompt templates (helper stability).
+pub mod calibration_stability;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 pub use bootstrap::{BootstrapConfig, BootstrapResult, EncoderBootstrap, paired_seed_bootstrap};
+pub use calibration_stability::{
+    CalibrationStability, MetricSpread, STABILITY_METRICS, StabilityAxis, StabilityRow, TemplateId,
+    calibration_stability, split_template,
+};
 pub use encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions};
 pub use error::CrsError;
 pub use evaluation::{Evaluation, EvaluationOptions};

@@ -5,7 +5,9 @@
 //! them. Every number shown is taken from the evaluation as is (4 decimals); nothing is recomputed here.
 
 use calibra_crs::evaluation::{Evaluation, NamedComparison};
-use calibra_crs::{AXES, StabilityReport};
+use calibra_crs::{
+    AXES, CalibrationStability, Condition, STABILITY_METRICS, StabilityAxis, StabilityReport, StabilityRow,
+};
 use calibra_metrics::ReliabilityBin;
 
 use crate::markdown::{format_number, markdown_table};
@@ -118,6 +120,76 @@ fn stability_section(s: &StabilityReport, out: &mut String) {
     ));
 }
 
+/// `mean ± std` of one stability metric, `mean` alone when the std is absent (fewer than 2 members),
+/// `—` when the group does not carry the metric.
+fn spread_cell(row: &StabilityRow, metric: &str) -> String {
+    match row.metric(metric) {
+        Some(m) => match m.std {
+            Some(std) => format!("{} ± {}", num(m.mean), num(std)),
+            None => num(m.mean),
+        },
+        None => "—".to_string(),
+    }
+}
+
+/// The "Calibration stability" section (spec §6): accuracy, ECE, MCE and ACE side by side as
+/// `mean ± sample std` across seeds and across prompt templates, clean test condition (every condition
+/// is in `calibration_stability.csv`).
+pub fn calibration_stability_section(table: &CalibrationStability) -> String {
+    let mut md = String::from("\n## Calibration stability\n\n");
+    md.push_str(
+        "Accuracy, ECE, MCE and ACE (`adaptive_ece`) as mean ± sample standard deviation (ddof 1; the mean \
+         alone with a single member) on the clean test split; every condition is in \
+         `calibration_stability.csv`.\n",
+    );
+    let clean = |r: &&StabilityRow| r.condition == Condition::Clean;
+    let metric_header = ["accuracy", "ECE", "MCE", "ACE"];
+    let metric_cells =
+        |r: &StabilityRow| STABILITY_METRICS.iter().map(|m| spread_cell(r, m)).collect::<Vec<_>>();
+    for (axis, title, fixed, members) in [
+        (StabilityAxis::Seeds, "Across seeds", "template", "seeds"),
+        (StabilityAxis::Templates, "Across prompt templates", "seed", "templates"),
+    ] {
+        let rows: Vec<Vec<String>> = table
+            .axis(axis)
+            .filter(clean)
+            .map(|r| {
+                let held = match axis {
+                    StabilityAxis::Seeds => r.template.clone().unwrap_or_else(|| "—".to_string()),
+                    StabilityAxis::Templates => r.seed.map_or("—".to_string(), |s| s.to_string()),
+                };
+                let mut row = vec![
+                    r.encoder.clone(),
+                    r.dataset.clone(),
+                    r.regime.name().to_string(),
+                    r.method.clone(),
+                    r.calibrator.clone(),
+                    r.label_fraction.to_string(),
+                    held,
+                    r.members.join(", "),
+                ];
+                row.extend(metric_cells(r));
+                row
+            })
+            .collect();
+        md.push_str(&format!("\n### {title}\n\n"));
+        if rows.is_empty() {
+            md.push_str(match axis {
+                StabilityAxis::Seeds => "No clean runs carry these metrics.\n",
+                StabilityAxis::Templates => {
+                    "No clean runs with a prompt-template probe (`<method>:<template id>`, e.g. \
+                     `zero-shot:P1`).\n"
+                }
+            });
+            continue;
+        }
+        let mut header = vec!["encoder", "dataset", "regime", "method", "calibrator", "ρ", fixed, members];
+        header.extend(metric_header);
+        md.push_str(&markdown_table(&header, &rows));
+    }
+    md
+}
+
 /// The report files of an evaluation: the figures (`figures/profiles.svg`, `figures/rank_<name>.svg`,
 /// `figures/reliability_<i>.svg`) and, last, `report.md` linking them.
 pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -> Vec<ReportFile> {
@@ -140,6 +212,19 @@ pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -
         e.axes.calibration_metric,
         e.estimators.robustness,
     ));
+    if let Some(why) = &e.crs_not_computed {
+        md.push_str(&format!(
+            "**{why}.** The sections below hold what the run records give without profiles.\n"
+        ));
+        md.push_str(&calibration_stability_section(&e.calibration_stability));
+        md.push_str(&crate::focus_report::encoder_analyses_section(&e.encoder_analyses));
+        if let Some(f) = &e.focus {
+            md.push_str(&crate::focus_report::focus_section(f));
+        }
+        reliability_and_notes(e, reliability, &mut files, &mut md);
+        files.push(ReportFile { path: "report.md".into(), contents: md });
+        return files;
+    }
     let w = e.component_weights;
     let a = e.axis_weights;
     md.push_str(&format!(
@@ -304,11 +389,24 @@ pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -
         stability_section(s, &mut md);
     }
 
+    md.push_str(&calibration_stability_section(&e.calibration_stability));
     md.push_str(&crate::focus_report::encoder_analyses_section(&e.encoder_analyses));
     if let Some(f) = &e.focus {
         md.push_str(&crate::focus_report::focus_section(f));
     }
+    reliability_and_notes(e, reliability, &mut files, &mut md);
+    files.push(ReportFile { path: "report.md".into(), contents: md });
+    files
+}
 
+/// The reliability diagrams (figures and their section) and the notes, shared by reports with and
+/// without a CRS.
+fn reliability_and_notes(
+    e: &Evaluation,
+    reliability: &[ReliabilityFigure],
+    files: &mut Vec<ReportFile>,
+    md: &mut String,
+) {
     if !reliability.is_empty() {
         md.push_str(
             "\n## Reliability diagrams\n\nComputed from the runs' predictions files (15 equal-width bins).\n",
@@ -334,6 +432,65 @@ pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -
             md.push_str(&format!("- {n}\n"));
         }
     }
-    files.push(ReportFile { path: "report.md".into(), contents: md });
-    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calibra_crs::{EvaluationOptions, Regime, RunRecord, RunRecordSet};
+    use std::collections::BTreeMap;
+
+    /// Zero-shot records as `calibra zero-shot` writes them (one per template, seed 0, fraction 1) plus
+    /// one perturbed run (not shown in the clean-only tables).
+    fn zero_shot_set() -> RunRecordSet {
+        let rec = |template: usize, condition: Condition| RunRecord {
+            encoder: "clip".into(),
+            dataset: "derm".into(),
+            regime: Regime::ZeroShot,
+            probe: format!("zero-shot:P{template}"),
+            calibrator: "none".into(),
+            label_fraction: 1.0,
+            seed: 0,
+            condition,
+            // Dyadic values: mean 0.25 and std 0.125 of {0.125, 0.25, 0.375} exact by construction.
+            metrics: BTreeMap::from([
+                ("accuracy".to_string(), 0.5),
+                ("ece".to_string(), 0.125 * template as f64),
+            ]),
+            paths: BTreeMap::new(),
+            timings: BTreeMap::new(),
+            versions: BTreeMap::new(),
+        };
+        let mut records: Vec<RunRecord> = (1..=3).map(|t| rec(t, Condition::Clean)).collect();
+        records.push(rec(1, Condition::Perturbation { perturbation: "blur".into(), severity: 1 }));
+        RunRecordSet::from_records(records, "mem").unwrap()
+    }
+
+    #[test]
+    fn a_report_without_a_crs_says_why_and_shows_the_stability_tables() {
+        let e = Evaluation::build(&zero_shot_set(), &EvaluationOptions::default()).unwrap();
+        let files = eval_report(&e, &[]);
+        assert_eq!(files.len(), 1, "no profile or rank figures without a CRS");
+        let md = &files[0].contents;
+        assert!(md.contains("**CRS not computed: no runs of regime `frozen`"), "{md}");
+        assert!(!md.contains("## Clinical Reliability Score") && !md.contains("## Profiles"), "{md}");
+        assert!(
+            md.contains("## Calibration stability") && md.contains("### Across prompt templates"),
+            "{md}"
+        );
+        // One template row (seed 0) with the three templates, ECE 0.25 ± 0.125, accuracy constant.
+        assert!(md.contains("| P1, P2, P3 | 0.5000 ± 0.0000 | 0.2500 ± 0.1250 | — | — |"), "{md}");
+        // Seeds axis: one seed per template → means without a std; the perturbed run is not shown.
+        assert!(md.contains("| P2 | 0 | 0.5000 | 0.2500 | — | — |"), "{md}");
+        assert_eq!(md.matches("| zero-shot |").count(), 4, "{md}");
+    }
+
+    #[test]
+    fn a_section_without_template_probes_says_so() {
+        let table = CalibrationStability::default();
+        let md = calibration_stability_section(&table);
+        assert!(
+            md.contains("No clean runs carry these metrics") && md.contains("No clean runs with a prompt")
+        );
+    }
 }
