@@ -7,12 +7,17 @@ Writes crates/calibra-data/tests/golden/perturb/:
   blur_*.png            scipy.ndimage.gaussian_filter(mode="reflect", truncate=4.0), rounded
   contrast_*.png        m + c (x - m) with per-channel means (ImageNet-C contrast), rounded half-even-safe
   fov_*.png             Pillow centre crop then resize back with BILINEAR
-  rician_*.png          Rician noise "v1" computed here independently of Rust: SHA-256 seed, a pure-Python
-                        ChaCha20 (rand_chacha's ChaCha20Rng: 64-bit block counter, stream 0), Box-Muller
-                        with math.log / math.cos, four 64-bit words per value
+  rician_*.png          Rician noise "v2" computed here independently of Rust: SHA-256 seed, a pure-Python
+                        ChaCha20 (rand_chacha's ChaCha20Rng: 64-bit block counter, stream 0), both outputs
+                        of one Box-Muller transform (math.log / math.cos / math.sin), two 64-bit words per
+                        value
+  perturb.json "rician_moments"
+                        mean and variance of scipy.stats.rice(nu/sigma, scale=sigma) for a few (nu, sigma);
+                        the script checks its own v2 draws (unclamped) against them and against the
+                        distribution (Kolmogorov-Smirnov), and the Rust test checks its draws against them
 The Rust tests compare: JPEG RMSE within 5 % of Pillow's; blur and contrast within 1 level everywhere;
 field-of-view crop within a mean of 1 level; Rician noise byte for byte (both sides use the platform's
-libm log and cos, correctly rounded on glibc).
+libm log, cos and sin: glibc's, the same on both sides) and its moments within 5 standard errors of scipy's.
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python scripts/golden/perturb.py
 """
@@ -28,6 +33,7 @@ import numpy as np
 import PIL
 import scipy
 from PIL import Image
+from scipy import stats
 from scipy.ndimage import gaussian_filter
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "calibra-data", "tests", "golden", "perturb")
@@ -112,30 +118,69 @@ def round_half_away(v):
     return f + 1 if v - f >= 0.5 else f
 
 
-def rician_v1(arr, image_id, level):
-    """calibra's Rician noise, definition v1 (src/perturb/rician.rs): per value in row-major, channel
-    order, n_r then n_i, each sqrt(-2 ln u1) cos(2 pi u2) with u1 = 1 - (a >> 11) 2^-53 and
-    u2 = (b >> 11) 2^-53 from consecutive little-endian 64-bit words a, b of the stream; then
-    round(255 clamp(sqrt((x + s n_r)^2 + (s n_i)^2), 0, 1))."""
-    sigma = RICIAN_SIGMAS[level - 1]
+def rician_stream(image_id, level, n_values):
+    """The 2 n_values 64-bit words of the stream of (image_id, rician-noise, level), little-endian pairs of
+    32-bit ChaCha20 words."""
     seed = hashlib.sha256(b"\0".join(p.encode() for p in ["calibra-perturb-v1", image_id, "rician-noise", str(level)])).digest()
+    w = chacha20_words(seed, 4 * n_values)
+    return [w[2 * i] | (w[2 * i + 1] << 32) for i in range(len(w) // 2)]
+
+
+def normal_pair(a, b):
+    """Both outputs of one Box-Muller transform: r = sqrt(-2 ln u1), theta = 2 pi u2 with
+    u1 = 1 - (a >> 11) 2^-53 and u2 = (b >> 11) 2^-53; returns (r cos theta, r sin theta)."""
+    u1 = 1.0 - (a >> 11) * 2.0**-53
+    u2 = (b >> 11) * 2.0**-53
+    r = math.sqrt(-2.0 * math.log(u1))
+    theta = math.tau * u2
+    return r * math.cos(theta), r * math.sin(theta)
+
+
+def rician_magnitudes(xs, u64, sigma):
+    """sqrt((x + sigma z1)^2 + (sigma z2)^2) per value, unclamped, (z1, z2) from words 2i, 2i + 1."""
+    out = []
+    for i, x in enumerate(xs):
+        z1, z2 = normal_pair(u64[2 * i], u64[2 * i + 1])
+        nr, ni = sigma * z1, sigma * z2
+        out.append(math.sqrt((x + nr) * (x + nr) + ni * ni))
+    return out
+
+
+def rician_v2(arr, image_id, level):
+    """calibra's Rician noise, definition v2 (src/perturb/rician.rs): per value in row-major, channel
+    order, (z1, z2) = both outputs of one Box-Muller transform on consecutive little-endian 64-bit words
+    a, b of the stream; then round(255 clamp(sqrt((x + s z1)^2 + (s z2)^2), 0, 1))."""
+    sigma = RICIAN_SIGMAS[level - 1]
     flat = arr.reshape(-1)
-    w = chacha20_words(seed, 8 * flat.size)
-    u64 = [w[2 * i] | (w[2 * i + 1] << 32) for i in range(len(w) // 2)]
-
-    def normal(a, b):
-        u1 = 1.0 - (a >> 11) * 2.0**-53
-        u2 = (b >> 11) * 2.0**-53
-        return math.sqrt(-2.0 * math.log(u1)) * math.cos(math.tau * u2)
-
-    out = np.empty(flat.size, dtype=np.uint8)
-    for i, v in enumerate(flat.tolist()):
-        x = v / 255.0
-        nr = sigma * normal(u64[4 * i], u64[4 * i + 1])
-        ni = sigma * normal(u64[4 * i + 2], u64[4 * i + 3])
-        y = math.sqrt((x + nr) * (x + nr) + ni * ni)
-        out[i] = round_half_away(min(max(y, 0.0), 1.0) * 255.0)
+    xs = [v / 255.0 for v in flat.tolist()]
+    ys = rician_magnitudes(xs, rician_stream(image_id, level, flat.size), sigma)
+    out = np.array([round_half_away(min(max(y, 0.0), 1.0) * 255.0) for y in ys], dtype=np.uint8)
     return out.reshape(arr.shape)
+
+
+# (nu, sigma) on the [0, 1] scale: dark (Rayleigh-like), mid-grey and bright pixels at the three severities.
+RICIAN_MOMENT_CASES = [(0.0, 0.12), (0.05, 0.12), (0.3, 0.06), (0.8, 0.03), (0.5, 0.5)]
+RICIAN_MOMENT_DRAWS = 20000
+
+
+def rician_moments():
+    """scipy.stats.rice mean and variance per case, after checking this script's own v2 draws against
+    them (5 standard errors) and against the distribution (KS test)."""
+    out = []
+    for k, (nu, sigma) in enumerate(RICIAN_MOMENT_CASES):
+        dist = stats.rice(nu / sigma, scale=sigma)
+        mean, var = float(dist.mean()), float(dist.var())
+        ys = np.array(rician_magnitudes([nu] * RICIAN_MOMENT_DRAWS, rician_stream(f"moments-{k}", 2, RICIAN_MOMENT_DRAWS), sigma))
+        n = len(ys)
+        m4 = float(dist.moment(4) - 4 * mean * dist.moment(3) + 6 * mean**2 * dist.moment(2) - 3 * mean**4)
+        se_mean, se_var = math.sqrt(var / n), math.sqrt((m4 - var * var) / n)
+        assert abs(ys.mean() - mean) < 5 * se_mean, (nu, sigma, ys.mean(), mean)
+        assert abs(ys.var() - var) < 5 * se_var, (nu, sigma, ys.var(), var)
+        ks = stats.kstest(ys, dist.cdf)
+        assert ks.pvalue > 1e-3, (nu, sigma, ks)
+        out.append({"nu": nu, "sigma": sigma, "mean": mean, "var": var, "fourth_central_moment": m4,
+                    "python_draws": n, "python_ks_pvalue": float(ks.pvalue)})
+    return out
 
 
 def main():
@@ -168,8 +213,10 @@ def main():
     report["rician"] = []
     for name, image_id, level in RICIAN_CASES:
         file = f"rician_{name}_{image_id}_{level}.png"
-        pil(rician_v1(images[name], image_id, level)).save(os.path.join(OUT, file))
+        pil(rician_v2(images[name], image_id, level)).save(os.path.join(OUT, file))
         report["rician"].append({"input": name, "id": image_id, "severity": level, "file": file})
+    report["rician_definition"] = "v2"
+    report["rician_moments"] = rician_moments()
     report["blur_sigmas"], report["contrast_factors"], report["fov_fractions"] = BLUR_SIGMAS, CONTRAST, FOV
     with open(os.path.join(OUT, "perturb.json"), "w") as fh:
         json.dump(report, fh, indent=1, sort_keys=True)

@@ -148,11 +148,21 @@ impl PreprocessConfig {
     }
 
     /// Applies the transform: to RGB, resize, centre crop, rescale, normalise → a CHW tensor.
+    ///
+    /// Each output value is `(f32::from(v) · rescale_factor − mean[c]) / std[c]` for the 8-bit value
+    /// `v` (0 outside the image when the crop is larger than it); the 256 possible values per channel
+    /// are computed once into a table, which gives the same `f32`s as computing them per pixel.
     pub fn apply(&self, image: &ImageU8) -> Tensor3 {
-        let rgb = image.to_rgb();
-        let mut img = image::RgbImage::from_raw(rgb.width, rgb.height, rgb.data).expect("checked size");
+        let gray_as_rgb;
+        let rgb: &ImageU8 = if image.channels == 3 {
+            image
+        } else {
+            gray_as_rgb = image.to_rgb();
+            &gray_as_rgb
+        };
+        let (mut w, mut h) = (rgb.width, rgb.height);
+        let mut resized = None;
         if let Some(target) = self.resize {
-            let (w, h) = (img.width(), img.height());
             let (nw, nh) = match target {
                 ResizeTarget::Exact { height, width } => (width, height),
                 ResizeTarget::ShortestEdge(s) if w <= h => {
@@ -161,33 +171,44 @@ impl PreprocessConfig {
                 ResizeTarget::ShortestEdge(s) => (((s as u64 * w as u64) / h as u64).max(1) as u32, s),
             };
             if (nw, nh) != (w, h) {
-                img = if self.filter == FilterType::Triangle {
+                resized = Some(if self.filter == FilterType::Triangle {
                     // Same bytes as image's Triangle resize (see `resample`), several times faster.
-                    let data =
-                        resize_triangle(img.as_raw(), w as usize, h as usize, 3, nw as usize, nh as usize);
-                    image::RgbImage::from_raw(nw, nh, data).expect("resample keeps the size")
+                    resize_triangle(&rgb.data, w as usize, h as usize, 3, nw as usize, nh as usize)
                 } else {
-                    image::imageops::resize(&img, nw, nh, self.filter)
-                };
+                    let img = image::RgbImage::from_raw(w, h, rgb.data.clone()).expect("checked size");
+                    image::imageops::resize(&img, nw, nh, self.filter).into_raw()
+                });
+                (w, h) = (nw, nh);
             }
         }
-        let (w, h) = (img.width() as i64, img.height() as i64);
+        let pixels: &[u8] = resized.as_deref().unwrap_or(&rgb.data);
+        let table: [[f32; 256]; 3] = std::array::from_fn(|c| {
+            std::array::from_fn(|v| (f32::from(v as u8) * self.rescale_factor - self.mean[c]) / self.std[c])
+        });
+        let (w, h) = (w as i64, h as i64);
         let (ch, cw) = self.center_crop.map_or((h, w), |(a, b)| (a as i64, b as i64));
         let (top, left) = ((h - ch).div_euclid(2), (w - cw).div_euclid(2));
         let plane = (ch * cw) as usize;
-        let mut data = vec![0f32; 3 * plane];
+        // Outside the image (a crop larger than it) the pixel is 0 before normalisation.
+        let mut data: Vec<f32> = table.iter().flat_map(|t| std::iter::repeat_n(t[0], plane)).collect();
+        // The columns of the crop that lie inside the image, in crop coordinates.
+        let (x0, x1) = ((-left).clamp(0, cw), (w - left).clamp(0, cw));
         for y in 0..ch {
-            for x in 0..cw {
-                let (sy, sx) = (y + top, x + left);
-                let px = if (0..h).contains(&sy) && (0..w).contains(&sx) {
-                    img.get_pixel(sx as u32, sy as u32).0
-                } else {
-                    [0, 0, 0]
-                };
-                for c in 0..3 {
-                    data[c * plane + (y * cw + x) as usize] =
-                        (f32::from(px[c]) * self.rescale_factor - self.mean[c]) / self.std[c];
-                }
+            let sy = y + top;
+            if !(0..h).contains(&sy) || x0 >= x1 {
+                continue;
+            }
+            let n = (x1 - x0) as usize;
+            let src_start = ((sy * w + x0 + left) * 3) as usize;
+            let src = &pixels[src_start..src_start + 3 * n];
+            let dst_start = (y * cw + x0) as usize;
+            let (r, gb) = data.split_at_mut(plane);
+            let (g, b) = gb.split_at_mut(plane);
+            let dst = (&mut r[dst_start..][..n], &mut g[dst_start..][..n], &mut b[dst_start..][..n]);
+            for (i, px) in src.chunks_exact(3).enumerate() {
+                dst.0[i] = table[0][usize::from(px[0])];
+                dst.1[i] = table[1][usize::from(px[1])];
+                dst.2[i] = table[2][usize::from(px[2])];
             }
         }
         Tensor3 { channels: 3, height: ch as usize, width: cw as usize, data }
@@ -282,4 +303,73 @@ pub fn preprocess_samples_cached(
         let source = &dataset.samples[i].image;
         cache.get_or_compute(source, &transform, "clean", || Ok(config.apply(&source.load()?)))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The transform written per pixel, as before the table and the row loop: the fast `apply` must
+    /// give the same `f32`s.
+    fn apply_per_pixel(config: &PreprocessConfig, image: &ImageU8) -> Tensor3 {
+        let rgb = image.to_rgb();
+        let mut img = image::RgbImage::from_raw(rgb.width, rgb.height, rgb.data).unwrap();
+        if let Some(target) = config.resize {
+            let (w, h) = (img.width(), img.height());
+            let (nw, nh) = match target {
+                ResizeTarget::Exact { height, width } => (width, height),
+                ResizeTarget::ShortestEdge(s) if w <= h => {
+                    (s, ((s as u64 * h as u64) / w as u64).max(1) as u32)
+                }
+                ResizeTarget::ShortestEdge(s) => (((s as u64 * w as u64) / h as u64).max(1) as u32, s),
+            };
+            if (nw, nh) != (w, h) {
+                img = image::imageops::resize(&img, nw, nh, config.filter);
+            }
+        }
+        let (w, h) = (img.width() as i64, img.height() as i64);
+        let (ch, cw) = config.center_crop.map_or((h, w), |(a, b)| (a as i64, b as i64));
+        let (top, left) = ((h - ch).div_euclid(2), (w - cw).div_euclid(2));
+        let plane = (ch * cw) as usize;
+        let mut data = vec![0f32; 3 * plane];
+        for y in 0..ch {
+            for x in 0..cw {
+                let (sy, sx) = (y + top, x + left);
+                let px = if (0..h).contains(&sy) && (0..w).contains(&sx) {
+                    img.get_pixel(sx as u32, sy as u32).0
+                } else {
+                    [0, 0, 0]
+                };
+                for c in 0..3 {
+                    data[c * plane + (y * cw + x) as usize] =
+                        (f32::from(px[c]) * config.rescale_factor - config.mean[c]) / config.std[c];
+                }
+            }
+        }
+        Tensor3 { channels: 3, height: ch as usize, width: cw as usize, data }
+    }
+
+    #[test]
+    fn same_floats_as_the_per_pixel_transform() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let configs = [
+            r#"{"size": {"height": 224, "width": 224}, "resample": 2,
+                "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]}"#,
+            r#"{"size": {"shortest_edge": 24}, "crop_size": {"height": 20, "width": 22}, "resample": 2}"#,
+            r#"{"size": {"shortest_edge": 16}, "crop_size": {"height": 30, "width": 12}, "resample": 3}"#,
+            r#"{"size": {"height": 9, "width": 40}, "crop_size": {"height": 12, "width": 44}, "resample": 0}"#,
+            r#"{"crop_size": {"height": 50, "width": 7}, "rescale_factor": 0.5, "image_mean": 0.2}"#,
+            r#"{"do_resize": false, "do_normalize": false}"#,
+        ];
+        for text in configs {
+            let config = PreprocessConfig::from_hf_json(text).unwrap();
+            for (w, h, c) in [(256u32, 256u32, 3u8), (37, 29, 3), (29, 37, 1), (1, 5, 3)] {
+                let data = (0..w * h * u32::from(c)).map(|_| rng.random()).collect();
+                let image = ImageU8::new(w, h, c, data).unwrap();
+                assert_eq!(config.apply(&image), apply_per_pixel(&config, &image), "{text} {w}x{h}x{c}");
+            }
+        }
+    }
 }

@@ -189,8 +189,9 @@ fn contrast_keeps_the_channel_means_up_to_rounding() {
 
 #[test]
 fn rician_noise_matches_the_independent_python_reference_byte_for_byte() {
-    // scripts/golden/perturb.py recomputes definition v1 in pure Python (SHA-256 seed, ChaCha20,
-    // Box–Muller with libm log/cos): the fast path must give exactly those bytes.
+    // scripts/golden/perturb.py recomputes definition v2 in pure Python (SHA-256 seed, ChaCha20,
+    // both outputs of one Box–Muller transform with libm log/cos/sin): the fast path must give
+    // exactly those bytes.
     let g = golden();
     let cases = g["rician"].as_array().unwrap();
     assert_eq!(cases.len(), 3);

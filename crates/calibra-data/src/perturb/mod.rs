@@ -16,9 +16,11 @@
 //!
 //! Randomness: each (image, perturbation, severity) has its own ChaCha20 stream seeded with
 //! SHA-256(`calibra-perturb-v1`, image id, perturbation name, severity) ([`perturbation_seed`]);
-//! only Rician noise draws from it today, but every perturbation receives it, so a future random
-//! variant cannot silently share streams. Results are identical across runs, machines and thread
-//! counts (images are perturbed independently, each on one thread).
+//! only Rician noise draws from it today (two 64-bit words per value, both outputs of one Box–Muller
+//! transform), but every perturbation receives it, so a future random variant cannot silently share
+//! streams. Results are identical across runs, machines and thread counts (images are perturbed
+//! independently; the Rician noise of one image runs in blocks that each seek their own position in
+//! the stream). [`Perturbation::definition_version`] says when a definition changed its pixels.
 
 mod blur;
 mod contrast;
@@ -75,6 +77,20 @@ impl Perturbation {
     /// Parses a name from [`Perturbation::name`].
     pub fn parse(name: &str) -> Option<Perturbation> {
         Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The version of this perturbation's definition: it changes whenever the same (image, id,
+    /// severity) gives different pixels, so anything that caches perturbed pixels or features must
+    /// put it in its key. Rician noise is at 2 (one Box–Muller pair per value since 2026-11-30,
+    /// see [`rician_noise`]); the others are at 1.
+    pub fn definition_version(self) -> u32 {
+        match self {
+            Perturbation::RicianNoise => 2,
+            Perturbation::GaussianBlur
+            | Perturbation::Jpeg
+            | Perturbation::Contrast
+            | Perturbation::FovCrop => 1,
+        }
     }
 
     /// The documented parameter of each severity 1, 2, 3 (see the module table).

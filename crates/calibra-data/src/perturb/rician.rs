@@ -1,29 +1,35 @@
 //! Rician noise (Gudbjartsson & Patz 1995): on intensities x ∈ [0, 1],
 //! `x̃ = sqrt((x + n_r)² + n_i²)` with `n_r, n_i ~ N(0, σ²)` independent per pixel and channel, drawn
-//! in row-major pixel order, channel order, `n_r` before `n_i`; then `round(255 · clamp(x̃, 0, 1))`.
+//! in row-major pixel order, channel order; then `round(255 · clamp(x̃, 0, 1))`. `x̃` is the magnitude
+//! of the complex Gaussian `x + n_r + i n_i`, Rice-distributed with `ν = x` and scale `σ`.
 //!
-//! # The definition, to the byte
+//! # The definition, to the byte ("rician v2")
 //!
-//! Each normal is [`crate::rng::standard_normal`]: two `u64` words `a, b` of the stream,
-//! `u1 = 1 − (a >> 11) · 2⁻⁵³`, `u2 = (b >> 11) · 2⁻⁵³`, `sqrt(−2 ln u1) · cos(2π u2)` with the
-//! platform's `ln` and `cos`; one value takes four words (`n_r` from the first two, `n_i` from the
-//! next two). `scripts/golden/perturb.py` recomputes this in pure Python (its own ChaCha20, libm
-//! `log`/`cos`), and the golden images it writes pin the bytes ("rician v1").
+//! Each value takes two `u64` words `a, b` of the stream (16 bytes) and uses BOTH outputs of one
+//! Box–Muller transform ([`crate::rng::standard_normal_pair`]): `u1 = 1 − (a >> 11) · 2⁻⁵³`,
+//! `u2 = (b >> 11) · 2⁻⁵³`, `r = sqrt(−2 ln u1)`, `θ = 2π u2`, `n_r = σ (r cos θ)`,
+//! `n_i = σ (r sin θ)`, with the platform's `ln`, `cos` and `sin`. `scripts/golden/perturb.py`
+//! recomputes this in pure Python (its own ChaCha20, libm `log`/`cos`/`sin`), and the golden images
+//! it writes pin the bytes; it also checks the distribution against `scipy.stats.rice`.
+//!
+//! v1 (until 2026-11-30) drew two independent Box–Muller normals per value, each from its own two
+//! words and keeping only the cosine half: twice the stream and twice the `ln` and `sqrt`. Both have
+//! the same distribution; v2 gives different bytes and is what every encoder now sees.
 //!
 //! # How it is computed fast with the same bytes
 //!
 //! The words are pulled in chunks, and each value is first computed with branch-free `ln` and
-//! `cos(2π u)` kernels ([`super::fast_math`]), which the compiler can vectorise; they differ from
-//! libm by an ulp or so, which moves the level `v = 255 · x̃` by less than 10⁻¹⁰. The 8-bit
+//! `cos`/`sin(2π u)` kernels ([`super::fast_math`]), which the compiler can vectorise; they differ
+//! from libm by an ulp or so, which moves the level `v = 255 · x̃` by less than 10⁻¹⁰. The 8-bit
 //! result `round(clamp(v, 0, 255))` can only depend on such a difference when `v` lies within that
 //! distance of a rounding boundary `n + ½`; every value within [`FALLBACK_MARGIN`] of one is
 //! recomputed exactly as the definition says (about 2 values in 10⁶). The output is therefore
 //! identical, byte for byte, to the direct computation ([`rician_noise_reference`]); the tests check
 //! that on millions of values and against the golden vectors.
 
-use super::fast_math::{cos_two_pi, ln_positive_normal, nearest_integer, u53_to_f64};
+use super::fast_math::{cos_sin_two_pi, ln_positive_normal, nearest_integer, u53_to_f64};
 use crate::pixels::{ImageU8, to_u8};
-use crate::rng::standard_normal;
+use crate::rng::standard_normal_pair;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -33,17 +39,32 @@ use rayon::prelude::*;
 /// room while sending only ~2·10⁻⁶ of the values to the slow path.
 const FALLBACK_MARGIN: f64 = 1e-6;
 
-/// Values per chunk: 4 words each, so the word buffer is 8 KiB and stays in L1.
-const CHUNK: usize = 256;
+/// Values per chunk: 2 words (16 bytes) each, so the word buffer is 8 KiB and stays in L1.
+const CHUNK: usize = 512;
 
 /// Values per parallel block (a multiple of [`CHUNK`]). Each block seeks its own copy of the stream
 /// to the block's first word, so the bytes do not depend on how blocks are spread over threads.
-const BLOCK: usize = 64 * CHUNK;
+const BLOCK: usize = 32 * CHUNK;
 
-/// 32-bit stream words per value (four `u64` draws).
-const WORDS_PER_VALUE: u128 = 8;
+/// 32-bit stream words per value (two `u64` draws).
+const WORDS_PER_VALUE: u128 = 4;
+
+/// Stream bytes per value.
+const BYTES_PER_VALUE: usize = 16;
 
 const TWO_POW_M53: f64 = 1.0 / (1u64 << 53) as f64;
+
+/// `v / 255` for every 8-bit `v`, the intensity `x` of the definition (constant evaluation rounds
+/// `f64` division exactly as the processor does), so the fast path needs no division for it.
+static INTENSITY: [f64; 256] = {
+    let mut t = [0.0; 256];
+    let mut v = 0;
+    while v < 256 {
+        t[v] = v as f64 / 255.0;
+        v += 1;
+    }
+    t
+};
 
 /// Adds Rician noise of scale `sigma` (on the [0, 1] scale) drawing from `rng`: the bytes of the
 /// definition above, computed on the fast path where that provably cannot change them.
@@ -71,25 +92,19 @@ pub fn rician_noise(image: &ImageU8, sigma: f64, rng: &mut ChaCha20Rng) -> Image
 
 /// Noise for consecutive values `src` → `dst`, drawing their words from `stream` in order.
 fn noise_block(src: &[u8], dst: &mut [u8], sigma: f64, stream: &mut ChaCha20Rng) {
-    let mut bytes = [0u8; 32 * CHUNK];
-    let mut normals = [0f64; 2 * CHUNK];
+    let mut bytes = [0u8; BYTES_PER_VALUE * CHUNK];
     let mut levels = [0f64; CHUNK];
     for (src, dst) in src.chunks(CHUNK).zip(dst.chunks_mut(CHUNK)) {
         // ChaCha20Rng is a block RNG over 32-bit words: its `fill_bytes` gives the words in order,
         // little-endian, so each 8 bytes are exactly the `next_u64` the definition draws.
-        let bytes = &mut bytes[..32 * src.len()];
+        let bytes = &mut bytes[..BYTES_PER_VALUE * src.len()];
         stream.fill_bytes(bytes);
-        // Pass 1: one normal per 16 bytes (n_r, n_i, n_r, n_i, ...).
-        let normals = &mut normals[..2 * src.len()];
-        for (n, pair) in normals.iter_mut().zip(bytes.chunks_exact(16)) {
-            *n = fast_normal(word(&pair[..8]), word(&pair[8..]));
-        }
-        // Pass 2: the level of each value.
+        // Pass 1: the level of each value from its 16 bytes.
         let levels = &mut levels[..src.len()];
-        for ((level, &v), n) in levels.iter_mut().zip(src).zip(normals.chunks_exact(2)) {
-            *level = level_of(f64::from(v) / 255.0, sigma * n[0], sigma * n[1]);
+        for ((level, &v), w) in levels.iter_mut().zip(src).zip(bytes.chunks_exact(BYTES_PER_VALUE)) {
+            *level = fast_level(INTENSITY[usize::from(v)], [word(&w[..8]), word(&w[8..])], sigma);
         }
-        // Pass 3: the byte, or the exact computation near a rounding boundary.
+        // Pass 2: the byte, or the exact computation near a rounding boundary.
         for (i, (out, &level)) in dst.iter_mut().zip(levels.iter()).enumerate() {
             let (nearest, distance) = nearest_integer(level);
             *out = if distance < 0.5 - FALLBACK_MARGIN {
@@ -97,8 +112,8 @@ fn noise_block(src: &[u8], dst: &mut [u8], sigma: f64, stream: &mut ChaCha20Rng)
                 // the margin of a tie, so the rounding rule does not matter. (NaN fails the test.)
                 nearest.min(255) as u8
             } else {
-                let w: [u64; 4] = std::array::from_fn(|k| word(&bytes[32 * i + 8 * k..32 * i + 8 * k + 8]));
-                exact_value(f64::from(src[i]) / 255.0, w, sigma)
+                let w = &bytes[BYTES_PER_VALUE * i..BYTES_PER_VALUE * (i + 1)];
+                exact_value(f64::from(src[i]) / 255.0, [word(&w[..8]), word(&w[8..])], sigma)
             };
         }
     }
@@ -110,34 +125,25 @@ fn word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
 }
 
-/// One standard normal from two words with the fast kernels:
-/// `sqrt(−2 ln u1) · cos(2π u2)`, `u1 = 1 − (a >> 11) 2⁻⁵³`, `u2 = (b >> 11) 2⁻⁵³`.
+/// `255 · x̃` for intensity `x` and the value's two words with the fast kernels, not clamped or
+/// rounded: `r = sqrt(−2 ln u1)`, `n_r = σ (r cos 2πu2)`, `n_i = σ (r sin 2πu2)`,
+/// `255 · sqrt((x + n_r)² + n_i²)`.
 #[inline(always)]
-fn fast_normal(a: u64, b: u64) -> f64 {
-    let u1 = 1.0 - u53_to_f64(a >> 11) * TWO_POW_M53;
-    let u2 = u53_to_f64(b >> 11) * TWO_POW_M53;
-    (-2.0 * ln_positive_normal(u1)).sqrt() * cos_two_pi(u2)
+fn fast_level(x: f64, w: [u64; 2], sigma: f64) -> f64 {
+    let u1 = 1.0 - u53_to_f64(w[0] >> 11) * TWO_POW_M53;
+    let u2 = u53_to_f64(w[1] >> 11) * TWO_POW_M53;
+    let r = (-2.0 * ln_positive_normal(u1)).sqrt();
+    let (cos, sin) = cos_sin_two_pi(u2);
+    let re = x + sigma * (r * cos);
+    let im = sigma * (r * sin);
+    (re * re + im * im).sqrt() * 255.0
 }
 
-/// `255 · sqrt((x + n_r)² + n_i²)`, not clamped or rounded.
-#[inline(always)]
-fn level_of(x: f64, nr: f64, ni: f64) -> f64 {
-    let re = x + nr;
-    (re * re + ni * ni).sqrt() * 255.0
-}
-
-/// `255 · x̃` for intensity `x` and the value's four words with the fast kernels (what the passes of
-/// [`noise_block`] compute, in one function for the tests).
-#[cfg(test)]
-fn fast_level(x: f64, w: [u64; 4], sigma: f64) -> f64 {
-    level_of(x, sigma * fast_normal(w[0], w[1]), sigma * fast_normal(w[2], w[3]))
-}
-
-/// The 8-bit value exactly as the definition computes it (libm `ln` and `cos`).
-fn exact_value(x: f64, w: [u64; 4], sigma: f64) -> u8 {
+/// The 8-bit value exactly as the definition computes it (libm `ln`, `cos` and `sin`).
+fn exact_value(x: f64, w: [u64; 2], sigma: f64) -> u8 {
     let mut words = WordReplay { words: w, next: 0 };
-    let nr = sigma * standard_normal(&mut words);
-    let ni = sigma * standard_normal(&mut words);
+    let (z1, z2) = standard_normal_pair(&mut words);
+    let (nr, ni) = (sigma * z1, sigma * z2);
     let y = ((x + nr).powi(2) + ni * ni).sqrt();
     to_u8(y.clamp(0.0, 1.0) * 255.0)
 }
@@ -149,8 +155,8 @@ pub fn rician_noise_reference<R: Rng>(image: &ImageU8, sigma: f64, rng: &mut R) 
         .iter()
         .map(|&v| {
             let x = f64::from(v) / 255.0;
-            let nr = sigma * standard_normal(rng);
-            let ni = sigma * standard_normal(rng);
+            let (z1, z2) = standard_normal_pair(rng);
+            let (nr, ni) = (sigma * z1, sigma * z2);
             let y = ((x + nr).powi(2) + ni * ni).sqrt();
             to_u8(y.clamp(0.0, 1.0) * 255.0)
         })
@@ -158,16 +164,16 @@ pub fn rician_noise_reference<R: Rng>(image: &ImageU8, sigma: f64, rng: &mut R) 
     ImageU8 { width: image.width, height: image.height, channels: image.channels, data }
 }
 
-/// Replays four already-drawn words as an RNG, so that the slow path reuses
-/// [`standard_normal`] itself rather than a copy of it.
+/// Replays two already-drawn words as an RNG, so that the slow path reuses
+/// [`standard_normal_pair`] itself rather than a copy of it.
 struct WordReplay {
-    words: [u64; 4],
+    words: [u64; 2],
     next: usize,
 }
 
 impl RngCore for WordReplay {
     fn next_u32(&mut self) -> u32 {
-        unreachable!("standard_normal draws u64 words only")
+        unreachable!("standard_normal_pair draws u64 words only")
     }
 
     fn next_u64(&mut self) -> u64 {
@@ -177,7 +183,7 @@ impl RngCore for WordReplay {
     }
 
     fn fill_bytes(&mut self, _dst: &mut [u8]) {
-        unreachable!("standard_normal draws u64 words only")
+        unreachable!("standard_normal_pair draws u64 words only")
     }
 }
 
@@ -220,16 +226,42 @@ mod tests {
     }
 
     #[test]
+    fn magnitudes_follow_scipys_rice_distribution() {
+        // Mean and variance of scipy.stats.rice(ν/σ, scale=σ) from scripts/golden/perturb.py; the
+        // unclamped fast-path magnitudes must match them within 5 standard errors.
+        let golden: serde_json::Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/golden/perturb/perturb.json"
+        )))
+        .unwrap();
+        let cases = golden["rician_moments"].as_array().unwrap();
+        assert_eq!(cases.len(), 5);
+        let n = 200_000;
+        for (k, case) in cases.iter().enumerate() {
+            let get = |key: &str| case[key].as_f64().unwrap();
+            let (nu, sigma) = (get("nu"), get("sigma"));
+            let mut rng = rng_from_parts(&["rice-moments", &k.to_string()]);
+            let ys: Vec<f64> = (0..n).map(|_| fast_level(nu, rng.random(), sigma) / 255.0).collect();
+            let mean = ys.iter().sum::<f64>() / n as f64;
+            let var = ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n as f64;
+            let se_mean = (get("var") / n as f64).sqrt();
+            let se_var = ((get("fourth_central_moment") - get("var").powi(2)) / n as f64).sqrt();
+            assert!((mean - get("mean")).abs() < 5.0 * se_mean, "ν {nu} σ {sigma}: mean {mean}");
+            assert!((var - get("var")).abs() < 5.0 * se_var, "ν {nu} σ {sigma}: variance {var}");
+        }
+    }
+
+    #[test]
     fn fast_level_error_is_far_below_the_margin() {
         let mut rng = rng_from_parts(&["level-error"]);
         let mut worst = 0f64;
         for i in 0..400_000u32 {
             let x = f64::from(i % 256) / 255.0;
-            let w: [u64; 4] = rng.random();
+            let w: [u64; 2] = rng.random();
             let sigma = [0.03, 0.06, 0.12, 0.5][i as usize % 4];
             let mut replay = WordReplay { words: w, next: 0 };
-            let nr = sigma * standard_normal(&mut replay);
-            let ni = sigma * standard_normal(&mut replay);
+            let (z1, z2) = standard_normal_pair(&mut replay);
+            let (nr, ni) = (sigma * z1, sigma * z2);
             let exact = ((x + nr).powi(2) + ni * ni).sqrt() * 255.0;
             worst = worst.max((fast_level(x, w, sigma) - exact).abs());
         }
