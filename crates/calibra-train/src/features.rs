@@ -146,7 +146,7 @@ impl PreparedPass {
     /// Resolve the encoder, read its preprocessing, load the dataset and the split, and compute the
     /// fingerprint: SHA-256 over the format version, `config.json`, `model.safetensors` (contents),
     /// the preprocessing, the data spec, the split and its configuration, the sample ids in order,
-    /// the condition and the layers.
+    /// the condition (with the perturbation's definition version) and the layers.
     pub fn new(request: FeatureRequest) -> Result<Self, FeatureError> {
         validate_layers(&request.layers)?;
         if request.batch_size == 0 {
@@ -184,6 +184,11 @@ impl PreparedPass {
             part(dataset.samples[i].id.as_bytes());
         }
         part(request.condition.name().as_bytes());
+        if let FeatureCondition::Perturbed { perturbation, .. } = request.condition {
+            // A new definition of a perturbation gives new pixels: features cached under the old one
+            // must not be reused.
+            part(&perturbation.definition_version().to_le_bytes());
+        }
         part(format!("{:?}", request.layers).as_bytes());
         let fingerprint = hex(&h.finalize());
         Ok(PreparedPass { request, dataset, indices, checkpoint, preprocess, fingerprint })
