@@ -1,4 +1,4 @@
-//! Run-time device selection (`--device cpu|wgpu|cuda`).
+//! Run-time device selection (`--device cpu|wgpu|cuda|ndarray`).
 
 use std::str::FromStr;
 
@@ -15,20 +15,24 @@ pub enum DeviceKind {
     Wgpu,
     /// NVIDIA CUDA (cargo feature `cuda`; its build downloads LLVM, so it is never a default).
     Cuda,
+    /// burn's older `ndarray` CPU backend (cargo feature `ndarray`; deprecated in burn 0.22 in favour
+    /// of `flex`), kept for comparisons.
+    Ndarray,
 }
 
 impl FromStr for DeviceKind {
     type Err = ModelError;
 
-    /// Parses `cpu` (alias `flex`), `wgpu`, `cuda` (case-insensitive).
+    /// Parses `cpu` (alias `flex`), `wgpu`, `cuda`, `ndarray` (case-insensitive).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cpu" | "flex" => Ok(Self::Cpu),
             "wgpu" => Ok(Self::Wgpu),
             "cuda" => Ok(Self::Cuda),
+            "ndarray" => Ok(Self::Ndarray),
             _ => Err(ModelError::Device {
                 name: s.to_string(),
-                message: "expected one of: cpu, wgpu, cuda".into(),
+                message: "expected one of: cpu, wgpu, cuda, ndarray".into(),
             }),
         }
     }
@@ -42,6 +46,7 @@ impl DeviceKind {
             Self::Cpu => Ok(Device::flex()),
             Self::Wgpu => wgpu_device(),
             Self::Cuda => cuda_device(),
+            Self::Ndarray => ndarray_device(),
         }
     }
 }
@@ -75,6 +80,22 @@ fn cuda_device() -> Result<Device, ModelError> {
     })
 }
 
+#[cfg(feature = "ndarray")]
+#[allow(deprecated)] // selected on purpose, for comparisons with the older backend
+fn ndarray_device() -> Result<Device, ModelError> {
+    Ok(Device::ndarray())
+}
+
+#[cfg(not(feature = "ndarray"))]
+fn ndarray_device() -> Result<Device, ModelError> {
+    Err(ModelError::Device {
+        name: "ndarray".into(),
+        message: "this build has no ndarray backend; rebuild with `--features calibra-models/ndarray` \
+                  (deprecated in burn 0.22; `cpu` is faster)"
+            .into(),
+    })
+}
+
 /// Parses a device name and returns the device (see [`DeviceKind::from_str`]).
 pub fn parse_device(name: &str) -> Result<Device, ModelError> {
     name.parse::<DeviceKind>()?.device()
@@ -90,8 +111,15 @@ mod tests {
         assert_eq!("wgpu".parse::<DeviceKind>().unwrap(), DeviceKind::Wgpu);
         assert_eq!("cuda".parse::<DeviceKind>().unwrap(), DeviceKind::Cuda);
         let err = "tpu".parse::<DeviceKind>().unwrap_err().to_string();
-        assert!(err.contains("tpu") && err.contains("cpu, wgpu, cuda"), "{err}");
+        assert!(err.contains("tpu") && err.contains("cpu, wgpu, cuda, ndarray"), "{err}");
         assert!(parse_device("cpu").is_ok());
+    }
+
+    #[cfg(not(feature = "ndarray"))]
+    #[test]
+    fn ndarray_without_feature_names_the_feature() {
+        let err = parse_device("ndarray").unwrap_err().to_string();
+        assert!(err.contains("--features calibra-models/ndarray"), "{err}");
     }
 
     #[cfg(not(feature = "cuda"))]
