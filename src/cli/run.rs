@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Do not check that local encoder paths, dataset locations and the reference exist.
     #[arg(long)]
     pub no_check_paths: bool,
+    /// When the whole grid has run (not with --shard), write the report as `calibra report DIR` does
+    /// (into DIR/report) and print where it is.
+    #[arg(long, conflicts_with = "shard")]
+    pub report: bool,
     /// Dry-run summary as a table or as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -89,7 +93,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
             fail_fast: args.fail_fast,
             break_lock: args.break_lock,
         },
-    )
+    )?;
+    if args.report {
+        let started = std::time::Instant::now();
+        eprintln!("report: evaluating {} (calibra report {})", out.display(), out.display());
+        crate::cli::report::run(&crate::cli::report::ReportArgs {
+            run_dir: out.clone(),
+            out: None,
+            bootstrap: None,
+            format: OutputFormat::Table,
+        })?;
+        eprintln!(
+            "report: {} (and the tables beside it), {:.0} s",
+            out.join("report/report.md").display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// How [`execute_recipe`] runs a grid.
