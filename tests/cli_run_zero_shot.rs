@@ -14,6 +14,8 @@ use calibra_predictions::read_predictions;
 use common::calibra;
 
 const DATA: &str = "synth:derm?n=120&size=32";
+/// A shift target with the same labels: another draw of the synthetic dermatology task.
+const SHIFT: &str = "synth:derm?n=60&size=32&seed=7";
 
 fn recipe_text(encoder: &Path, templates: &str) -> String {
     format!(
@@ -29,6 +31,7 @@ source = "{}"
 [[datasets]]
 name = "derm"
 spec = "{DATA}"
+shift = [{{ name = "derm-b", spec = "{SHIFT}" }}]
 
 [perturbations]
 names = ["contrast"]
@@ -67,6 +70,7 @@ fn find<'a>(
             let c = &r["condition"];
             let name = match c["kind"].as_str().unwrap() {
                 "clean" => "clean".to_string(),
+                "shift" => format!("shift:{}", c["target"].as_str().unwrap()),
                 _ => format!("{}:{}", c["perturbation"].as_str().unwrap(), c["severity"]),
             };
             r["probe"] == probe && r["seed"] == seed && name == condition && r["calibrator"] == calibrator
@@ -113,16 +117,16 @@ fn zero_shot_fits_run_per_template_share_image_passes_and_equal_calibra_zero_sho
     let dry = calibra(&["run", recipe_s, "--dry-run"]);
     assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
     let table = String::from_utf8_lossy(&dry.stdout);
-    // 3 templates × 2 seeds fits; × (clean + contrast:2) × 2 calibrators records.
+    // 3 templates × 2 seeds fits; × (clean + contrast:2 + shift:derm-b) × 2 calibrators records.
     assert!(
-        table.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["zero-shot", "6", "24", "0.0"]),
+        table.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["zero-shot", "6", "36", "0.0"]),
         "{table}"
     );
 
     let out = calibra(&["run", recipe_s, "--out", store_s]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let records = records(&store);
-    assert_eq!(records.len(), 24);
+    assert_eq!(records.len(), 36);
     let probes: std::collections::BTreeSet<&str> =
         records.iter().map(|r| r["probe"].as_str().unwrap()).collect();
     assert_eq!(probes, ["zero-shot:C1", "zero-shot:P1", "zero-shot:P2"].into_iter().collect());
@@ -136,17 +140,21 @@ fn zero_shot_fits_run_per_template_share_image_passes_and_equal_calibra_zero_sho
     }
 
     // One image-tower pass per (split, condition), shared by the 6 fits: calibration + clean test +
-    // contrast test.
+    // contrast test + shift test; every later fit reads them from the cache.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let computed = log.lines().filter(|l| l.contains("image features") && !l.contains("(cached)")).count();
+    let cached = log.lines().filter(|l| l.contains("image features") && l.contains("(cached)")).count();
+    assert_eq!((computed, cached), (4, 5 * 4), "{log}");
     let passes: Vec<PathBuf> = fs::read_dir(store.join("features"))
         .unwrap()
         .flat_map(|d| fs::read_dir(d.unwrap().path()).unwrap().map(|f| f.unwrap().path()))
         .collect();
-    assert_eq!(passes.len(), 3, "{passes:?}");
+    assert_eq!(passes.len(), 4, "{passes:?}");
     assert!(passes.iter().all(|p| p.to_string_lossy().ends_with("@clip-image.safetensors")));
 
     // Nothing is trained: the seeds of a template give the same records (identity).
     for probe in ["zero-shot:P1", "zero-shot:P2", "zero-shot:C1"] {
-        for condition in ["clean", "contrast:2"] {
+        for condition in ["clean", "contrast:2", "shift:derm-b"] {
             for calibrator in ["none", "temperature"] {
                 let a = find(&records, probe, 0, condition, calibrator);
                 let b = find(&records, probe, 1, condition, calibrator);

@@ -107,7 +107,7 @@ pub fn zero_shot_logits(
     dim: usize,
     device: &Device,
 ) -> Result<Vec<f64>> {
-    if dim == 0 || features.len() % dim != 0 {
+    if dim == 0 || !features.len().is_multiple_of(dim) {
         bail!("zero-shot: {} feature values do not form rows of width {dim}", features.len());
     }
     let n = features.len() / dim;

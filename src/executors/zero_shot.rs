@@ -218,3 +218,49 @@ pub(super) fn execute(
     }
     Ok(outputs)
 }
+
+#[cfg(test)]
+mod tests {
+    use calibra_models::clip::MVC_BENCH_TEMPLATES;
+    use calibra_run::recipe::MVC_BENCH_TEMPLATE_COUNT;
+
+    use super::*;
+
+    #[test]
+    fn the_recipe_knows_as_many_mvc_bench_templates_as_calibra_models_ships() {
+        assert_eq!(MVC_BENCH_TEMPLATE_COUNT, MVC_BENCH_TEMPLATES.len());
+        for (i, text) in MVC_BENCH_TEMPLATES.iter().enumerate() {
+            assert_eq!(mvc_bench_template(&format!("P{}", i + 1)), Some(*text));
+        }
+        for id in ["P0", "P8", "P", "p1", "C1", "P1x"] {
+            assert_eq!(mvc_bench_template(id), None, "{id}");
+        }
+    }
+
+    #[test]
+    fn a_fit_resolves_its_template_from_every_recipe_form() {
+        let text = r#"seeds = [0]
+label_fractions = [1.0]
+calibrators = ["none"]
+[[encoders]]
+source = "hf:org/clip"
+[[datasets]]
+spec = "synth:derm?n=40"
+[regimes.zero-shot]
+templates = ["P3", "an image of {}", "P7"]
+"#;
+        let recipe = calibra_run::Recipe::parse(text, "r.toml", calibra_run::ValidationOptions::default())
+            .expect("valid recipe");
+        let fits = calibra_run::expand(&recipe);
+        let resolved: Vec<(String, String)> =
+            fits.iter().map(|f| template_of(f).map(|(id, t)| (id.to_string(), t)).unwrap()).collect();
+        assert_eq!(
+            resolved,
+            [
+                ("P3".to_string(), MVC_BENCH_TEMPLATES[2].to_string()),
+                ("C1".to_string(), "an image of {}".to_string()),
+                ("P7".to_string(), MVC_BENCH_TEMPLATES[6].to_string()),
+            ]
+        );
+    }
+}
