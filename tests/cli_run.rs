@@ -105,15 +105,18 @@ fn a_missing_local_encoder_is_an_error_before_any_work() {
 #[test]
 fn fits_the_executor_cannot_run_are_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
-    // Zero-shot fits (1 encoder × 2 datasets × 5 seeds) are not wired into `calibra run` yet.
-    let text = format!("{PRIOR_RECIPE}\n[regimes.zero-shot]\ntemplates = [\"a photo of a {{}}.\"]\n");
+    // Zero-shot fits (1 encoder × 1 dataset × 1 template × 5 seeds) need a CLIP checkpoint; the hub
+    // id `hf:calibra/none` resolves to none.
+    let text = format!(
+        "{PRIOR_RECIPE}\n[regimes.zero-shot]\ntemplates = [\"a photo of a {{}}.\"]\ndatasets = [\"derm\"]\n"
+    );
     let recipe = write_recipe(dir.path(), &text);
     let store = dir.path().join("store");
     let out = calibra(&["run", &recipe, "--out", &store.display().to_string()]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("cannot run 10 fit(s)") && err.contains("not wired into `calibra run` yet"),
+        err.contains("cannot run 5 fit(s)") && err.contains("zero-shot:C1") && err.contains("encoder `none`"),
         "{err}"
     );
     assert!(!store.exists(), "nothing is created for a grid that cannot run");

@@ -66,7 +66,7 @@ pub struct ZeroShotArgs {
     #[arg(long, default_value = "clean")]
     pub condition: String,
     /// Images per forward pass of the image tower.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = IMAGE_BATCH)]
     pub batch_size: usize,
     /// `cpu` (default), `wgpu` or `cuda` (the latter two need the matching cargo feature).
     #[arg(long, default_value = "cpu")]
@@ -80,6 +80,39 @@ pub struct ZeroShotArgs {
     /// Output directory (created if needed; its files are replaced atomically).
     #[arg(long)]
     pub out: PathBuf,
+}
+
+/// Images per image-tower pass: `calibra zero-shot`'s default and what `calibra run`'s zero-shot
+/// executor uses.
+pub const IMAGE_BATCH: usize = 16;
+
+/// The text of MVC-Bench template `id` (`P1`…`P7`, [`MVC_BENCH_TEMPLATES`] in order), if it is one.
+pub fn mvc_bench_template(id: &str) -> Option<&'static str> {
+    let n: usize = id.strip_prefix('P')?.parse().ok()?;
+    n.checked_sub(1).and_then(|i| MVC_BENCH_TEMPLATES.get(i)).copied()
+}
+
+/// Class names for the prompts from a dataset's label names: `_` reads as a space.
+pub fn prompt_classnames(label_names: &[String]) -> Vec<String> {
+    label_names.iter().map(|c| c.replace('_', " ")).collect()
+}
+
+/// The zero-shot core shared by `calibra zero-shot` and `calibra run`'s zero-shot executor: the
+/// logits of `classifier` (one template's class embeddings) for projected image features
+/// `features` (row-major `[n, dim]`, as [`clip_image_features`] returns them), row-major `[n, K]`:
+/// `exp(logit_scale) · cos(image, class)`, computed in f32 and widened to f64.
+pub fn zero_shot_logits(
+    classifier: &ZeroShotClassifier,
+    features: &[f32],
+    dim: usize,
+    device: &Device,
+) -> Result<Vec<f64>> {
+    if dim == 0 || !features.len().is_multiple_of(dim) {
+        bail!("zero-shot: {} feature values do not form rows of width {dim}", features.len());
+    }
+    let n = features.len() / dim;
+    let image_features = Tensor::<2>::from_data(TensorData::new(features.to_vec(), [n, dim]), device);
+    Ok(classifier.logits_from_features(image_features).to_data().iter::<f64>().collect())
 }
 
 /// Projected CLIP image features (`ClipModel::image_features`, not normalised) of a prepared pass's
@@ -113,8 +146,10 @@ fn selected_templates(args: &ZeroShotArgs) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     match args.templates.trim() {
         "all" => {
-            for (i, t) in MVC_BENCH_TEMPLATES.iter().enumerate() {
-                out.push((format!("P{}", i + 1), t.to_string()));
+            for n in 1..=MVC_BENCH_TEMPLATES.len() {
+                let id = format!("P{n}");
+                let text = mvc_bench_template(&id).expect("P1…P7 are MVC-Bench ids");
+                out.push((id, text.to_string()));
             }
         }
         "none" => {}
@@ -242,7 +277,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
     }
     let dataset_classes = &dataset.labels.names;
     let classnames: Vec<String> = if args.classnames.is_empty() {
-        dataset_classes.iter().map(|c| c.replace('_', " ")).collect()
+        prompt_classnames(dataset_classes)
     } else {
         args.classnames.iter().map(|c| c.trim().replace('_', " ")).collect()
     };
@@ -282,7 +317,6 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     let n = labels.len();
-    let image_features = Tensor::<2>::from_data(TensorData::new(features, [n, dim]), &device);
 
     let encoder_name = args.encoder_name.clone().unwrap_or_else(|| default_encoder_name(&args.encoder));
     let dataset_name = args
@@ -299,8 +333,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
         let clf =
             ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(template), &device)
                 .with_context(|| format!("template {id} {template:?}"))?;
-        let logits: Vec<f64> =
-            clf.logits_from_features(image_features.clone()).to_data().iter::<f64>().collect();
+        let logits = zero_shot_logits(&clf, &features, dim, &device)?;
         let predictions = Predictions::new(
             ids.clone(),
             dataset_classes.clone(),

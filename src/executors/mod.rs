@@ -1,6 +1,7 @@
 //! The executor `calibra run` (and `calibra train`) uses: frozen probes on cached encoder features
 //! ([`frozen`]), LoRA and full fine-tuning of an encoder with a linear head ([`adapted`]), CoOp
-//! prompt tuning of a CLIP-style encoder ([`coop`]), and the
+//! prompt tuning of a CLIP-style encoder ([`coop`]), zero-shot prompting of a CLIP-style encoder
+//! ([`zero_shot`], one fit per template), and the
 //! `prior` baseline of calibra-run. Wiring only: features, training and models come from
 //! calibra-train / calibra-models, probes from calibra-probe, calibration / metrics / records from
 //! calibra-run's shared `slot_output`.
@@ -8,6 +9,7 @@
 mod adapted;
 mod coop;
 mod frozen;
+mod zero_shot;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -195,9 +197,10 @@ impl Executor for RunExecutor {
             }
             (FitMethod::Lora { .. } | FitMethod::Full { .. }, _) => adapted::supports(fit),
             (FitMethod::Coop { .. }, _) => coop::supports(fit),
+            (FitMethod::ZeroShot { .. }, _) => zero_shot::supports(self, fit),
             _ => Err(format!(
                 "regime {} / {} is not wired into `calibra run` yet; this build runs frozen probes \
-                 (logistic, mlp, knn, prior), LoRA, full fine-tuning and CoOp",
+                 (logistic, mlp, knn, prior), LoRA, full fine-tuning, CoOp and zero-shot",
                 fit.config.regime, fit.config.probe
             )),
         }
@@ -209,7 +212,7 @@ impl Executor for RunExecutor {
             FitMethod::Probe { probe, layer } => frozen::execute_probe(self, fit, probe, *layer, ctx),
             FitMethod::Lora { .. } | FitMethod::Full { .. } => adapted::execute(self, fit, ctx),
             FitMethod::Coop { .. } => coop::execute(self, fit, ctx),
-            _ => Err(format!("regime {} is not wired into `calibra run` yet", fit.config.regime).into()),
+            FitMethod::ZeroShot { .. } => zero_shot::execute(self, fit, ctx),
         }
     }
 }

@@ -9,14 +9,16 @@
 //!
 //! - **Feature passes** (frozen probes, CoOp and zero-shot image features), each computed once per
 //!   (encoder, dataset, condition) and shared: the clean pass covers train + calibration + test,
-//!   (t + c + e)/e passes; a perturbed or shift pass covers the test split only, 1 pass (a shift target
+//!   (t + c + e)/e passes, or calibration + test, (c + e)/e, when only zero-shot fits read it (they
+//!   train nothing); a perturbed or shift pass covers the test split only, 1 pass (a shift target
 //!   is assumed to have a test split the size of its parent's).
 //! - **Frozen probe fits**: 0 (a probe on cached features costs a small fraction of a pass).
 //! - **LoRA / full fits**: epochs · 3 · ρ · t/e for training, then (c + e)/e for the clean
 //!   calibration and test predictions and 1 per other condition.
 //! - **CoOp fits**: epochs · ρ · t/e (the image features are cached; each step runs the text tower
 //!   forward and backward over the class prompts, counted as one pass per epoch over the train split).
-//! - **Zero-shot**: 0 beyond its feature passes.
+//! - **Zero-shot** (one fit per template and seed): 0 beyond its feature passes (the text tower
+//!   encodes K prompts, negligible next to an image pass).
 //!
 //! With `[cost] pass_seconds = s` the estimate is also given in hours (units × s / 3600). The model
 //! ignores the encoders' relative sizes: read the numbers as the relative weight of the regimes, and
@@ -77,9 +79,23 @@ pub fn summarize(recipe: &Recipe, fits: &[FitSpec]) -> GridSummary {
         };
     }
     let passes = feature_passes(fits);
+    // (encoder, dataset) cells whose clean pass some fit trains on (all but zero-shot).
+    let trained: std::collections::BTreeSet<(&str, &str)> = fits
+        .iter()
+        .filter(|f| !matches!(f.config.method, FitMethod::ZeroShot { .. }))
+        .map(|f| (f.config.encoder.name.as_str(), f.config.dataset.name.as_str()))
+        .collect();
     let feature_pass_cost: f64 = passes
         .iter()
-        .map(|p| if p.condition == calibra_crs::Condition::Clean { train + calibration + 1.0 } else { 1.0 })
+        .map(|p| {
+            if p.condition != calibra_crs::Condition::Clean {
+                1.0
+            } else if trained.contains(&(p.encoder.as_str(), p.dataset.as_str())) {
+                train + calibration + 1.0
+            } else {
+                calibration + 1.0
+            }
+        })
         .sum();
     let total_passes = feature_pass_cost + per_regime.values().map(|c| c.fit_passes).sum::<f64>();
     GridSummary {

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `frozen` | encoder × dataset × probe × layer × label fraction × seed |
 //! | `lora`, `coop`, `full` | encoder × dataset × loss (those whose `regimes` include it) × label fraction × seed |
-//! | `zero-shot` | encoder × dataset × seed (label fraction 1: nothing is trained) |
+//! | `zero-shot` | encoder × dataset (its `datasets` when given) × template × seed (label fraction 1: nothing is trained) |
 //!
 //! restricted to the regime's `encoders` and with its own `label_fractions` when given. Loops nest in
 //! that order (encoder outermost, seed innermost), so fits that share frozen features are adjacent.
@@ -20,7 +20,11 @@
 //! post-hoc **calibrator** (recipe order; `none` = raw) is a variant of those predictions. A fit
 //! therefore fills `conditions × calibrators` **record slots**, one run record each, with the record's
 //! `probe` field = the probe name for frozen fits (`logistic`; `logistic@0.5` when the layer fraction
-//! is not 1), the loss label for adapted fits, and `zero-shot` for zero-shot fits.
+//! is not 1), the loss label for adapted fits, and `zero-shot:<ID>` for zero-shot fits (`P1`…`P7`
+//! for MVC-Bench templates, `C1`… for custom ones; see [`crate::recipe::ZeroShotRegime`]), so each
+//! template's records have their own fit key and the evaluator can tell the templates apart. A
+//! zero-shot fit trains nothing: its seeds give identical predictions (the split comes from
+//! `[split] seed`), so its seed spread is 0 by construction.
 //!
 //! The **fit key** ([`FitKey`]) hashes everything that determines the fitted model: encoder name and
 //! source, dataset name and spec, split, regime and its hyper-parameters, probe (and layer) or loss
@@ -56,8 +60,9 @@ pub enum FitMethod {
     },
     /// Full fine-tuning with a loss.
     Full { lr: f64, epochs: u32, loss: LossConfig },
-    /// Zero-shot prompting with these templates.
-    ZeroShot { templates: Vec<String> },
+    /// Zero-shot prompting with one template: `id` (`P1`…`P7` or `C1`…) and, for a custom
+    /// template, its text (an MVC-Bench template's text is looked up by the executor).
+    ZeroShot { id: String, text: Option<String> },
 }
 
 /// A loss with its arguments.
@@ -273,13 +278,16 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
             }
             if let Some(z) = &r.zero_shot
                 && in_scope(z.encoders.as_deref(), encoder)
+                && z.datasets.as_ref().is_none_or(|list| list.contains(&data.name))
             {
-                methods.push((
-                    Regime::ZeroShot,
-                    FitMethod::ZeroShot { templates: z.templates.clone() },
-                    "zero-shot".to_string(),
-                    vec![1.0],
-                ));
+                for t in z.resolved_templates() {
+                    methods.push((
+                        Regime::ZeroShot,
+                        FitMethod::ZeroShot { id: t.id.clone(), text: t.text },
+                        format!("zero-shot:{}", t.id),
+                        vec![1.0],
+                    ));
+                }
             }
             for (regime, method, label, fracs) in methods {
                 for &label_fraction in &fracs {

@@ -62,8 +62,10 @@
 //! lr = 1e-5
 //! epochs = 3
 //!
-//! [regimes.zero-shot]
-//! templates = ["a photo of a {}."]     # each contains `{}` (the class name)
+//! [regimes.zero-shot]                 # one fit per encoder × dataset × seed × template
+//! templates = ["P1", "P2", "a dermoscopy image of {}."]   # MVC-Bench ids P1…P7, "mvc-bench" (all
+//!                                     # seven), or a template text with exactly one `{}` (C1, C2… in order)
+//! datasets = ["derm"]                 # optional: the datasets it runs on (default: all); single-label only
 //!
 //! [[losses]]                          # the adapted regimes (lora, coop, full) need >= 1 loss each
 //! name = "mcm"                        # names::LOSSES
@@ -314,12 +316,70 @@ pub struct FullRegime {
 }
 
 /// `[regimes.zero-shot]`: prompted prediction, no training (label fraction is always 1).
+///
+/// Each `templates` entry is an MVC-Bench template id (`P1`…`P7`, the texts of
+/// `calibra_models::clip::MVC_BENCH_TEMPLATES`), the word `mvc-bench` (all seven, in order), or a
+/// custom template text with exactly one `{}` for the class name; custom templates get the ids `C1`,
+/// `C2`… in the order they are listed. Every template is its own fit, whose records carry the probe
+/// label `zero-shot:<ID>` (the evaluator's template convention).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZeroShotRegime {
     pub templates: Vec<String>,
+    /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
+    /// Dataset names this regime runs on (default: all). Zero-shot classification is a softmax over
+    /// class prompts, so multilabel datasets are refused: leave them out here.
+    #[serde(default)]
+    pub datasets: Option<Vec<String>>,
+}
+
+/// Number of MVC-Bench prompt templates (`P1`…`P7`); their texts live in calibra-models
+/// (`calibra_models::clip::MVC_BENCH_TEMPLATES`, whose length the `calibra` binary's tests check
+/// against this).
+pub const MVC_BENCH_TEMPLATE_COUNT: usize = 7;
+
+/// One zero-shot prompt template as a fit uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ZeroShotTemplate {
+    /// `P1`…`P7` (MVC-Bench) or `C1`, `C2`… (custom, in recipe order).
+    pub id: String,
+    /// The custom template's text (one `{}`); `None` for an MVC-Bench id, whose text the executor
+    /// looks up.
+    pub text: Option<String>,
+}
+
+/// The MVC-Bench index (1-based) of an entry `P<n>` with `n` digits only, whether or not in range.
+fn mvc_bench_index(entry: &str) -> Option<usize> {
+    let digits = entry.strip_prefix('P')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse().unwrap_or(usize::MAX))
+}
+
+impl ZeroShotRegime {
+    /// The templates in recipe order, `mvc-bench` expanded to `P1`…`P7` and custom texts numbered
+    /// `C1`, `C2`…. Assumes a validated recipe (an out-of-range id is kept as written).
+    pub fn resolved_templates(&self) -> Vec<ZeroShotTemplate> {
+        let mut out = Vec::new();
+        let mut custom = 0;
+        for entry in &self.templates {
+            if entry == "mvc-bench" {
+                out.extend(
+                    (1..=MVC_BENCH_TEMPLATE_COUNT)
+                        .map(|n| ZeroShotTemplate { id: format!("P{n}"), text: None }),
+                );
+            } else if mvc_bench_index(entry).is_some() {
+                out.push(ZeroShotTemplate { id: entry.clone(), text: None });
+            } else {
+                custom += 1;
+                out.push(ZeroShotTemplate { id: format!("C{custom}"), text: Some(entry.clone()) });
+            }
+        }
+        out
+    }
 }
 
 macro_rules! scoped {
@@ -766,16 +826,9 @@ impl Recipe {
         }
         if let Some(z) = &r.zero_shot {
             let at = at.key("zero-shot");
-            non_empty_distinct(&mut problem, &at.key("templates"), &z.templates);
-            for (i, t) in z.templates.iter().enumerate() {
-                if !t.contains("{}") {
-                    problem(
-                        at.key("templates").index(i),
-                        format!("template `{t}` has no `{{}}` for the class name"),
-                    );
-                }
-            }
+            check_templates(&mut problem, &at.key("templates"), &z.templates);
             check_scope_encoders(&mut problem, &at, z.encoders.as_deref(), &encoder_names);
+            check_zero_shot_datasets(&mut problem, &at, z.datasets.as_deref(), &self.datasets);
         }
 
         // Losses.
@@ -954,6 +1007,110 @@ fn check_scope_encoders(
             );
         }
     }
+}
+
+/// The zero-shot `templates` list: non-empty; each entry `mvc-bench`, an id `P1`…`P7`, or a text
+/// with exactly one `{}`; no template twice (also not through `mvc-bench`).
+fn check_templates(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list: &[String]) {
+    if list.is_empty() {
+        problem(at.clone(), "the list is empty".into());
+    }
+    let expected = format!(
+        "expected an MVC-Bench id P1…P{MVC_BENCH_TEMPLATE_COUNT}, \"mvc-bench\" (all of them) or a template \
+         text with exactly one `{{}}` for the class name"
+    );
+    // Which entry first brought each MVC-Bench id or custom text in.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut add = |problem: &mut dyn FnMut(KeyPath, String), key: String, i: usize, what: &str| {
+        if let Some(&first) = seen.get(&key) {
+            let via = if list[first] == "mvc-bench" { " (through \"mvc-bench\")" } else { "" };
+            problem(at.index(i), format!("{what} is already listed at index {first}{via}"));
+        } else {
+            seen.insert(key, i);
+        }
+    };
+    for (i, t) in list.iter().enumerate() {
+        if t == "mvc-bench" {
+            for n in 1..=MVC_BENCH_TEMPLATE_COUNT {
+                add(problem, format!("P{n}"), i, &format!("template P{n}"));
+            }
+        } else if let Some(n) = mvc_bench_index(t) {
+            if (1..=MVC_BENCH_TEMPLATE_COUNT).contains(&n) {
+                add(problem, t.clone(), i, &format!("template {t}"));
+            } else {
+                problem(at.index(i), format!("`{t}` is not an MVC-Bench template id; {expected}"));
+            }
+        } else {
+            match t.matches("{}").count() {
+                1 => add(problem, format!("text:{t}"), i, &format!("template {t:?}")),
+                0 => problem(
+                    at.index(i),
+                    format!("template {t:?} has no `{{}}` for the class name; {expected}"),
+                ),
+                n => problem(
+                    at.index(i),
+                    format!("template {t:?} has {n} `{{}}`; exactly one (the class name) is expected"),
+                ),
+            }
+        }
+    }
+}
+
+/// The zero-shot `datasets` scope: names of this recipe, and no dataset whose spec alone says it is
+/// multilabel (zero-shot classification is a softmax over class prompts).
+fn check_zero_shot_datasets(
+    problem: &mut dyn FnMut(KeyPath, String),
+    at: &KeyPath,
+    list: Option<&[String]>,
+    datasets: &[DatasetEntry],
+) {
+    let known: BTreeSet<String> = datasets.iter().map(DatasetEntry::display_name).collect();
+    if let Some(list) = list {
+        non_empty_distinct(problem, &at.key("datasets"), list);
+        for (i, name) in list.iter().enumerate() {
+            if !known.contains(name) {
+                problem(
+                    at.key("datasets").index(i),
+                    format!(
+                        "`{name}` is not a dataset of this recipe; expected one of {}",
+                        known.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    let single_label: Vec<String> = datasets
+        .iter()
+        .filter(|d| !is_known_multilabel(d))
+        .map(|d| format!("\"{}\"", d.display_name()))
+        .collect();
+    for d in datasets {
+        let name = d.display_name();
+        let in_scope = list.is_none_or(|l| l.contains(&name));
+        if in_scope && is_known_multilabel(d) {
+            let key = match list {
+                Some(l) => at.key("datasets").index(l.iter().position(|n| *n == name).unwrap_or(0)),
+                None => at.clone(),
+            };
+            problem(
+                key,
+                format!(
+                    "zero-shot classification needs a single-label dataset, but `{name}` ({}) is multilabel; \
+                     restrict the regime with datasets = [{}]",
+                    d.spec,
+                    single_label.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// Whether the dataset's spec alone says its task is multilabel.
+fn is_known_multilabel(dataset: &DatasetEntry) -> bool {
+    calibra_data::DatasetSpec::parse(&dataset.spec)
+        .ok()
+        .and_then(|s| s.known_task_kind())
+        .is_some_and(|k| k == calibra_data::TaskKind::Multilabel)
 }
 
 fn check_calibrators(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list: &[String]) {

@@ -92,5 +92,5 @@ fn zero_shot_fits_use_the_full_fraction_and_layers_label_the_probe() {
     assert_eq!(probes, ["logistic", "logistic@0.5"].into_iter().collect());
     let zs: Vec<_> = fits.iter().filter(|f| f.config.regime == Regime::ZeroShot).collect();
     assert_eq!(zs.len(), 2); // one encoder × 2 seeds
-    assert!(zs.iter().all(|f| f.config.label_fraction == 1.0 && f.config.probe == "zero-shot"));
+    assert!(zs.iter().all(|f| f.config.label_fraction == 1.0 && f.config.probe == "zero-shot:C1"));
 }

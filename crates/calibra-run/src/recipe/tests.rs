@@ -222,3 +222,113 @@ fn single_label_calibrators_on_a_multilabel_dataset_are_refused_up_front() {
     );
     parse(&derm).unwrap();
 }
+
+/// BASE with a zero-shot regime whose `templates` line is `templates`.
+fn with_zero_shot(templates: &str) -> String {
+    format!("{BASE}\n[regimes.zero-shot]\ntemplates = {templates}\n")
+}
+
+#[test]
+fn zero_shot_templates_resolve_to_ids_in_recipe_order() {
+    let r = parse(&with_zero_shot(r#"["P2", "a dermoscopy image of {}.", "P1", "{} on skin"]"#)).unwrap();
+    let t = r.regimes.zero_shot.as_ref().unwrap().resolved_templates();
+    let ids: Vec<&str> = t.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["P2", "C1", "P1", "C2"]);
+    assert_eq!(t[0].text, None);
+    assert_eq!(t[1].text.as_deref(), Some("a dermoscopy image of {}."));
+    assert_eq!(t[3].text.as_deref(), Some("{} on skin"));
+
+    let r = parse(&with_zero_shot(r#"["mvc-bench", "x-ray of {}"]"#)).unwrap();
+    let t = r.regimes.zero_shot.as_ref().unwrap().resolved_templates();
+    let ids: Vec<String> = t.iter().map(|t| t.id.clone()).collect();
+    let mut expected: Vec<String> = (1..=MVC_BENCH_TEMPLATE_COUNT).map(|n| format!("P{n}")).collect();
+    expected.push("C1".into());
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn zero_shot_template_errors_name_the_index_and_line() {
+    for (templates, key, needle) in [
+        (r#"["P1", "P8"]"#, "regimes.zero-shot.templates[1]", "not an MVC-Bench template id"),
+        (r#"["P0"]"#, "regimes.zero-shot.templates[0]", "not an MVC-Bench template id"),
+        (r#"["P1", "a photo"]"#, "regimes.zero-shot.templates[1]", "has no `{}`"),
+        (r#"["{} and {}"]"#, "regimes.zero-shot.templates[0]", "has 2 `{}`"),
+        (r#"["P3", "P3"]"#, "regimes.zero-shot.templates[1]", "template P3 is already listed at index 0"),
+        (r#"["mvc-bench", "P4"]"#, "regimes.zero-shot.templates[1]", "through \"mvc-bench\""),
+        (r#"["a {}", "a {}"]"#, "regimes.zero-shot.templates[1]", "already listed at index 0"),
+        ("[]", "regimes.zero-shot.templates", "the list is empty"),
+    ] {
+        let text = with_zero_shot(templates);
+        let line = text.lines().position(|l| l.starts_with("templates = ")).unwrap() + 1;
+        let e = err(&text);
+        assert!(e.contains(&format!("r.toml:{line}: key `{key}`")) && e.contains(needle), "{templates}: {e}");
+    }
+}
+
+#[test]
+fn zero_shot_refuses_multilabel_datasets_unless_scoped_out() {
+    let text = BASE.replace(
+        "[perturbations]",
+        "[[datasets]]\nname = \"cx\"\nspec = \"synth:chest?n=40\"\ncalibrators = [\"none\"]\n\n[perturbations]",
+    );
+    let e = err(&with_zero_shot(r#"["P1"]"#).replace(BASE, &text));
+    assert!(e.contains("key `regimes.zero-shot`") && e.contains("`cx`") && e.contains("multilabel"), "{e}");
+    assert!(e.contains("datasets = [\"derm\"]"), "the error suggests the single-label scope: {e}");
+
+    let scoped = format!("{text}\n[regimes.zero-shot]\ntemplates = [\"P1\"]\ndatasets = [\"derm\"]\n");
+    let r = parse(&scoped).unwrap();
+    let zs: Vec<_> =
+        crate::grid::expand(&r).into_iter().filter(|f| f.config.regime == Regime::ZeroShot).collect();
+    // 2 encoders × 1 dataset × 1 template × 2 seeds.
+    assert_eq!(zs.len(), 4);
+    assert!(zs.iter().all(|f| f.config.dataset.name == "derm"));
+
+    let listed =
+        format!("{text}\n[regimes.zero-shot]\ntemplates = [\"P1\"]\ndatasets = [\"derm\", \"cx\"]\n");
+    let e = err(&listed);
+    assert!(e.contains("key `regimes.zero-shot.datasets[1]`") && e.contains("multilabel"), "{e}");
+    let unknown = format!("{text}\n[regimes.zero-shot]\ntemplates = [\"P1\"]\ndatasets = [\"skin\"]\n");
+    let e = err(&unknown);
+    assert!(e.contains("key `regimes.zero-shot.datasets[0]`") && e.contains("not a dataset"), "{e}");
+}
+
+#[test]
+fn zero_shot_has_one_fit_per_template_and_seed_with_its_own_key_and_probe() {
+    let r = parse(&with_zero_shot(r#"["P1", "P2", "a dermoscopy image of {}."]"#)).unwrap();
+    let fits = crate::grid::expand(&r);
+    let zs: Vec<_> = fits.iter().filter(|f| f.config.regime == Regime::ZeroShot).collect();
+    // 2 encoders × 1 dataset × 3 templates × 2 seeds.
+    assert_eq!(zs.len(), 12);
+    let probes: BTreeSet<&str> = zs.iter().map(|f| f.config.probe.as_str()).collect();
+    assert_eq!(probes, ["zero-shot:C1", "zero-shot:P1", "zero-shot:P2"].into_iter().collect());
+    let keys: BTreeSet<_> = zs.iter().map(|f| f.key.clone()).collect();
+    assert_eq!(keys.len(), zs.len(), "every template × seed has its own fit key");
+    assert!(zs.iter().all(|f| f.config.label_fraction == 1.0));
+    // Slots: (clean + 2 perturbations × 2 severities + 1 shift) × 2 calibrators, as every fit.
+    assert!(zs.iter().all(|f| f.slots.len() == 12));
+
+    let summary = crate::cost::summarize(&r, &fits);
+    let z = &summary.per_regime["zero-shot"];
+    assert_eq!((z.fits, z.records, z.fit_passes), (12, 144, 0.0));
+    // The zero-shot image features are the frozen regime's passes (same encoder, dataset and
+    // conditions): zero-shot adds no pass.
+    let without = crate::grid::expand(&parse(BASE).unwrap());
+    let base_summary = crate::cost::summarize(&parse(BASE).unwrap(), &without);
+    assert_eq!(summary.feature_passes, base_summary.feature_passes);
+    assert_eq!(summary.feature_pass_cost, base_summary.feature_pass_cost);
+}
+
+#[test]
+fn a_zero_shot_only_clean_pass_costs_calibration_plus_test() {
+    // Exact by construction: the default split 0.7 / 0.15 / 0.15 gives c/e = 1, t/e = 0.7/0.15; with
+    // zero-shot alone the clean pass covers calibration + test (2 passes), each other condition 1.
+    let start = BASE.find("[regimes.frozen]").unwrap();
+    let text = format!("{}[regimes.zero-shot]\ntemplates = [\"P1\"]\n", &BASE[..start]);
+    let r = parse(&text).unwrap();
+    let fits = crate::grid::expand(&r);
+    let s = crate::cost::summarize(&r, &fits);
+    // 2 encoders × (clean + 4 perturbed + 1 shift).
+    assert_eq!(s.feature_passes, 12);
+    assert!((s.feature_pass_cost - 2.0 * (2.0 + 5.0)).abs() < 1e-12, "{}", s.feature_pass_cost);
+    assert_eq!(s.total_passes, s.feature_pass_cost);
+}
