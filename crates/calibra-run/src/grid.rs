@@ -7,7 +7,7 @@
 //! | regime | one fit per |
 //! |---|---|
 //! | `frozen` | encoder × dataset × probe × layer × label fraction × seed |
-//! | `lora`, `coop`, `full` | encoder × dataset × loss (those whose `regimes` include it) × label fraction × seed |
+//! | `lora`, `coop`, `full` | encoder × dataset (CoOp: its `datasets` when given) × loss (those whose `regimes` include it) × label fraction × seed |
 //! | `zero-shot` | encoder × dataset (its `datasets` when given) × template × seed (label fraction 1: nothing is trained) |
 //!
 //! restricted to the regime's `encoders` and with its own `label_fractions` when given. Loops nest in
@@ -246,6 +246,7 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                 if let Some(c) = &r.coop
                     && loss.applies_to(Regime::Coop)
                     && in_scope(c.encoders.as_deref(), encoder)
+                    && c.datasets.as_ref().is_none_or(|list| list.contains(&data.name))
                 {
                     methods.push((
                         Regime::Coop,

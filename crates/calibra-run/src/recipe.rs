@@ -57,6 +57,7 @@
 //! class_position = "end"              # names::COOP_CLASS_POSITIONS
 //! epochs = 10
 //! lr = 2e-3
+//! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
 //! lr = 1e-5
@@ -289,9 +290,13 @@ pub struct CoopRegime {
     pub class_position: String,
     pub epochs: u32,
     pub lr: f64,
-    /// Encoder names this regime runs on (default: all).
+    /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
+    /// Dataset names this regime runs on (default: all). CoOp learns class prompts scored by a softmax,
+    /// so multilabel datasets are refused: leave them out here.
+    #[serde(default)]
+    pub datasets: Option<Vec<String>>,
     /// Label fractions of this regime (default: the recipe's list).
     #[serde(default)]
     pub label_fractions: Option<Vec<f64>>,
@@ -815,6 +820,7 @@ impl Recipe {
             }
             positive(&mut problem, &at.key("lr"), c.lr);
             scope(&mut problem, &at, c.scope());
+            check_single_label_datasets(&mut problem, &at, "CoOp", c.datasets.as_deref(), &self.datasets);
         }
         if let Some(f) = &r.full {
             let at = at.key("full");
@@ -828,7 +834,13 @@ impl Recipe {
             let at = at.key("zero-shot");
             check_templates(&mut problem, &at.key("templates"), &z.templates);
             check_scope_encoders(&mut problem, &at, z.encoders.as_deref(), &encoder_names);
-            check_zero_shot_datasets(&mut problem, &at, z.datasets.as_deref(), &self.datasets);
+            check_single_label_datasets(
+                &mut problem,
+                &at,
+                "zero-shot classification",
+                z.datasets.as_deref(),
+                &self.datasets,
+            );
         }
 
         // Losses.
@@ -1056,11 +1068,12 @@ fn check_templates(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list:
     }
 }
 
-/// The zero-shot `datasets` scope: names of this recipe, and no dataset whose spec alone says it is
-/// multilabel (zero-shot classification is a softmax over class prompts).
-fn check_zero_shot_datasets(
+/// The `datasets` scope of a prompt regime (zero-shot, CoOp): names of this recipe, and no dataset
+/// whose spec alone says it is multilabel (both score classes with a softmax over class prompts).
+fn check_single_label_datasets(
     problem: &mut dyn FnMut(KeyPath, String),
     at: &KeyPath,
+    what: &str,
     list: Option<&[String]>,
     datasets: &[DatasetEntry],
 ) {
@@ -1095,7 +1108,7 @@ fn check_zero_shot_datasets(
             problem(
                 key,
                 format!(
-                    "zero-shot classification needs a single-label dataset, but `{name}` ({}) is multilabel; \
+                    "{what} needs a single-label dataset, but `{name}` ({}) is multilabel; \
                      restrict the regime with datasets = [{}]",
                     d.spec,
                     single_label.join(", ")
