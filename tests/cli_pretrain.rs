@@ -248,11 +248,14 @@ fn shipped_tiny_clip_matches_transformers() {
         walk(v, &mut out);
         out
     };
-    let pixels = Tensor::<4>::from_data(TensorData::new(floats(&golden["pixels"]), [4, 3, 32, 32]), &device);
+    // The script's pixels: x[i] = (i·7919 mod 97) / 48 − 1 over the flat index of [4, 3, 32, 32].
+    let values: Vec<f32> = (0..4 * 3 * 32 * 32).map(|i| ((i * 7919 % 97) as f32 / 48.0) - 1.0).collect();
+    let pixels = Tensor::<4>::from_data(TensorData::new(values, [4, 3, 32, 32]), &device);
     let close = |name: &str, got: Tensor<2>, want: Vec<f32>| {
         let got = got.into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(got.len(), want.len(), "{name}");
         let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
+        eprintln!("{name}: max |ours − transformers| = {worst:e}");
         assert!(worst <= 1e-4, "{name}: max |ours − transformers| = {worst}");
     };
     close("image features", model.image_features(pixels.clone()).unwrap(), floats(&golden["image_features"]));
@@ -264,7 +267,8 @@ fn shipped_tiny_clip_matches_transformers() {
 #[test]
 fn a_contrastive_batch_of_one_is_refused() {
     let out = tempfile::tempdir().unwrap();
-    let run = calibra(&["pretrain", "--clip", "--out", out.path().to_str().unwrap(), "--clip-batch-size", "1"]);
+    let run =
+        calibra(&["pretrain", "--clip", "--out", out.path().to_str().unwrap(), "--clip-batch-size", "1"]);
     assert!(!run.status.success());
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("batch_size (1)") && err.contains("negatives"), "{err}");
