@@ -19,6 +19,7 @@ pub mod lora;
 pub mod clip;
 pub mod siglip;
 pub mod tokenizer;
+pub mod tokenizer_train;
 
 pub use device::{DeviceKind, parse_device};
 pub use encoder::{Encoder, EncoderModel, EncoderOutput};

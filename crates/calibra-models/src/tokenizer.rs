@@ -30,8 +30,8 @@ pub const CLIP_CONTEXT_LENGTH: usize = 77;
 pub const START_OF_TEXT: &str = "<|startoftext|>";
 /// CLIP's end-of-text token (also its padding and unknown token).
 pub const END_OF_TEXT: &str = "<|endoftext|>";
-const END_OF_WORD: &str = "</w>";
-const CLIP_PATTERN: &str =
+pub(crate) const END_OF_WORD: &str = "</w>";
+pub(crate) const CLIP_PATTERN: &str =
     r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+";
 /// GPT-2's byte-level split (tokenizers `ByteLevel { use_regex: true }`). Its `\s+(?!\S)` alternative is
 /// dropped: CLIP pieces never contain whitespace, so the look-ahead can never take part in a match.
@@ -101,7 +101,7 @@ pub struct ClipTokenizer {
 }
 
 /// GPT-2's reversible byte → printable-unicode map (`bytes_to_unicode`).
-fn bytes_to_unicode() -> [char; 256] {
+pub(crate) fn bytes_to_unicode() -> [char; 256] {
     let mut map = ['\0'; 256];
     let printable = |b: u32| {
         (u32::from(b'!')..=u32::from(b'~')).contains(&b)

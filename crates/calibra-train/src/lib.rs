@@ -5,7 +5,8 @@
 //! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`),
 //! fine-tuning an encoder with a head by LoRA, in full or head-only (`fine_tune`), and CoOp /
 //! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`), and pretraining the tiny ViT encoders
-//! shipped in `checkpoints/` from the synthetic suite (`pretrain`).
+//! shipped in `checkpoints/` from the synthetic suite (`pretrain`) and the tiny contrastive CLIP
+//! (`pretrain_clip`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
@@ -18,6 +19,7 @@ pub mod fine_tune;
 pub mod grad_clip;
 pub mod losses;
 pub mod pretrain;
+pub mod pretrain_clip;
 pub mod schedule;
 pub mod trainer;
 

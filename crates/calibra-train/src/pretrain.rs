@@ -57,7 +57,7 @@ pub enum PretrainError {
     Invalid(String),
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PretrainError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PretrainError + '_ {
     move |source| PretrainError::Io { path: path.to_path_buf(), source }
 }
 
@@ -162,20 +162,35 @@ pub fn initial_values(name: &str, len: usize, seed: u64) -> Vec<f32> {
     if is_layer_norm && name.ends_with(".weight") {
         return vec![1.0; len];
     }
+    seeded_normal(b"calibra-vit-init-v1", seed, name, len, INITIALIZER_RANGE, true)
+}
+
+/// `len` draws of N(0, `std`²) (truncated at ±2σ when `truncate`) from ChaCha20 seeded by
+/// SHA-256(`domain`, 0, seed, name): the stream of one named tensor, independent of every other.
+/// Box–Muller, cosine half, one draw per two uniforms.
+pub(crate) fn seeded_normal(
+    domain: &[u8],
+    seed: u64,
+    name: &str,
+    len: usize,
+    std: f64,
+    truncate: bool,
+) -> Vec<f32> {
     let mut h = Sha256::new();
-    h.update(b"calibra-vit-init-v1\0");
+    h.update(domain);
+    h.update(b"\0");
     h.update(seed.to_le_bytes());
     h.update(name.as_bytes());
     let mut rng = ChaCha20Rng::from_seed(h.finalize().into());
     (0..len)
         .map(|_| {
             loop {
-                // Box–Muller (cosine half), rejected outside ±2 (truncated normal).
+                // Box–Muller (cosine half), rejected outside ±2 when truncated.
                 let u1 = 1.0 - rng.random::<f64>();
                 let u2 = rng.random::<f64>();
                 let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                if z.abs() <= 2.0 {
-                    break (INITIALIZER_RANGE * z) as f32;
+                if !truncate || z.abs() <= 2.0 {
+                    break (std * z) as f32;
                 }
             }
         })
@@ -290,15 +305,15 @@ pub struct PretrainReport {
 /// Progress of one optimisation step: the stage's label (`round r/R task spec`) and the step.
 pub type PretrainProgress<'a> = dyn FnMut(&str, &StepReport) + 'a;
 
-struct LoadedTask {
-    spec: String,
-    dataset: Dataset,
-    train_rows: Vec<usize>,
-    holdout_rows: Vec<usize>,
+pub(crate) struct LoadedTask {
+    pub(crate) spec: String,
+    pub(crate) dataset: Dataset,
+    pub(crate) train_rows: Vec<usize>,
+    pub(crate) holdout_rows: Vec<usize>,
     loss: String,
 }
 
-fn load_task(spec: &str, holdout_every: usize) -> Result<LoadedTask, PretrainError> {
+pub(crate) fn load_task(spec: &str, holdout_every: usize) -> Result<LoadedTask, PretrainError> {
     let data = |source| PretrainError::Data { spec: spec.to_string(), source };
     let parsed = DatasetSpec::parse(spec).map_err(data)?;
     let dataset = load_dataset(&parsed, &LoadOptions::default()).map_err(data)?;
@@ -317,7 +332,7 @@ fn load_task(spec: &str, holdout_every: usize) -> Result<LoadedTask, PretrainErr
     Ok(LoadedTask { spec: spec.to_string(), dataset, train_rows, holdout_rows, loss: loss.into() })
 }
 
-fn kind_name(kind: TaskKind) -> &'static str {
+pub(crate) fn kind_name(kind: TaskKind) -> &'static str {
     match kind {
         TaskKind::Multiclass => "multiclass",
         TaskKind::Ordinal => "ordinal",
@@ -435,7 +450,7 @@ pub fn pretrain(
 
 /// Held-out accuracy of the constant prediction that is the majority on the training rows (ties: the
 /// lowest class; negative).
-fn majority_accuracy(task: &LoadedTask) -> f64 {
+pub(crate) fn majority_accuracy(task: &LoadedTask) -> f64 {
     let k = task.dataset.labels.len();
     let mut class_counts = vec![0usize; k];
     let mut positives = vec![0usize; k];

@@ -4,6 +4,7 @@
 pub mod keys;
 pub mod model;
 pub mod prompt;
+pub mod save;
 pub mod text;
 pub mod vision;
 pub mod zero_shot;
