@@ -332,3 +332,23 @@ fn a_zero_shot_only_clean_pass_costs_calibration_plus_test() {
     assert!((s.feature_pass_cost - 2.0 * (2.0 + 5.0)).abs() < 1e-12, "{}", s.feature_pass_cost);
     assert_eq!(s.total_passes, s.feature_pass_cost);
 }
+
+#[test]
+fn coop_on_a_multilabel_dataset_is_refused_unless_scoped_out() {
+    let with_chest = BASE.replace(
+        "[[datasets]]\nspec = \"synth:derm?n=40\"",
+        "[[datasets]]\nspec = \"synth:derm?n=40\"\n\n[[datasets]]\nspec = \"synth:chest?n=40\"\ncalibrators = [\"none\"]",
+    );
+    assert_ne!(with_chest, BASE);
+    let coop = "\n[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nencoders = [\"beta\"]\n";
+    let e = err(&(with_chest.clone() + coop));
+    assert!(e.contains("key `regimes.coop`") && e.contains("CoOp needs a single-label dataset"), "{e}");
+    assert!(e.contains("datasets = [\"derm\"]"), "{e}");
+
+    let scoped = with_chest + coop + "datasets = [\"derm\"]\n";
+    let r = parse(&scoped).unwrap();
+    let coop_fits: Vec<_> =
+        crate::grid::expand(&r).into_iter().filter(|f| f.config.regime == Regime::Coop).collect();
+    assert!(!coop_fits.is_empty());
+    assert!(coop_fits.iter().all(|f| f.config.dataset.name == "derm"));
+}
