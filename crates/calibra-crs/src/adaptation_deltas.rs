@@ -16,6 +16,12 @@
 //! - `p_adjusted`: [`benjamini_hochberg`] over every pair's p-value of the same metric (one family per
 //!   metric), see [`adjust_within_metric_families`].
 //!
+//! **Cost**: each run is prepared once per pair ([`ResampledMetrics`]: scores sorted per column, rows
+//! validated, per-row ECE bin / Brier / accuracy terms computed), and a replicate then costs `O(n·K)`
+//! per metric and run with no sorting, validation or per-row allocation; its values are those of
+//! [`SampleTable::metric`] on the materialised resample, bit for bit (issue 9: the bootstrap dominated
+//! `calibra eval` / `calibra report`).
+//!
 //! **Determinism**: replicate `r` draws from its own `ChaCha8Rng` seeded with `seed` on stream `r`;
 //! replicates run in parallel (rayon) and are collected in replicate order, so results are identical
 //! for any thread count.
