@@ -530,6 +530,38 @@ mod tests {
         assert!(compared[1] > 5_000 && undefined > 1_000, "{compared:?} {undefined}");
     }
 
+    proptest::proptest! {
+        /// The same identity on proptest's (shrinkable) single-label tables: coarse scores (ties), any
+        /// multiset of rows.
+        #[test]
+        fn matches_the_definition_on_any_multiset(
+            rows in proptest::collection::vec((1u32..4, 1u32..4, 1u32..4, 0usize..3), 1..25),
+            draw in proptest::collection::vec(0usize..1000, 0..40),
+            n_bins in 1usize..20,
+        ) {
+            let n = rows.len();
+            let probs: Vec<f64> = rows
+                .iter()
+                .flat_map(|&(a, b, c, _)| {
+                    let s = f64::from(a + b + c);
+                    [f64::from(a) / s, f64::from(b) / s, f64::from(c) / s]
+                })
+                .collect();
+            let classes = rows.iter().map(|r| r.3).collect();
+            let ids = (0..n).map(|i| i.to_string()).collect();
+            let table = SampleTable::new(ids, 3, probs, SampleTargets::Classes(classes));
+            let draw: Vec<usize> = draw.into_iter().map(|i| i % n).collect();
+            let prepared = ResampledMetrics::new(&table, n_bins);
+            let resample = Resample::new(draw.clone(), n);
+            for m in SampleMetric::ALL {
+                proptest::prop_assert_eq!(
+                    bits(prepared.metric(m, &resample)),
+                    bits(table.metric(m, &draw, n_bins))
+                );
+            }
+        }
+    }
+
     #[test]
     fn resample_counts_follow_the_rows() {
         let r = Resample::new(vec![2, 0, 2], 4);
