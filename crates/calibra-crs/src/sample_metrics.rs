@@ -13,6 +13,15 @@
 //! | `accuracy` | top-1 (argmax ties → lowest index) | fraction of observed cells with `1[p ≥ 0.5] = y` |
 //!
 //! Undefined values (an AUROC with one class present, an empty subset) are `None`, never a number.
+//!
+//! [`SampleTable::metric`] materialises the selected rows and calls the calibra-metrics functions: the
+//! definition, used for subgroups and strata. Bootstrap replicates use [`ResampledMetrics`] (module
+//! `resampled`), which gives the same values bit for bit without re-sorting or re-validating per
+//! resample.
+
+mod resampled;
+
+pub use resampled::{Resample, ResampledMetrics};
 
 use calibra_metrics::{
     Binning, UndefinedPolicy, accuracy, brier_binary, brier_multiclass, ece_binary_positive, ece_top_label,
