@@ -26,6 +26,7 @@ use crate::input::{check_min_samples, class_labels, log_probabilities_view};
 use crate::isotonic::clipped_nll;
 use crate::matrix::affine_report;
 use calibra_predictions::Predictions;
+use rayon::prelude::*;
 
 /// The default λ and μ grid of the cross-validated selection.
 pub const DEFAULT_GRID: [f64; 5] = [1e-3, 1e-2, 1e-1, 1.0, 10.0];
@@ -120,9 +121,12 @@ pub fn cross_validate(
         })
         .collect();
     let options = default_affine_options();
-    let mut results = Vec::with_capacity(lambdas.len() * mus.len());
-    for &lambda in lambdas {
-        for &mu in mus {
+    // Grid points are independent fits: they run on the rayon pool and are collected in grid order
+    // (λ outer, μ inner), each summing its folds in fold order, so the table is the same at any
+    // thread count.
+    let grid: Vec<(f64, f64)> = lambdas.iter().flat_map(|&l| mus.iter().map(move |&m| (l, m))).collect();
+    grid.into_par_iter()
+        .map(|(lambda, mu)| {
             let regulariser = Regulariser::Odir { lambda, mu, normalised: true };
             let mut total = 0.0;
             for s in &splits {
@@ -131,10 +135,9 @@ pub fn cross_validate(
                 let q = fit.params.predict(&s.valid_x, k);
                 total += clipped_nll(&q, k, &s.valid_y) * s.valid_y.len() as f64;
             }
-            results.push((regulariser, total / labels.len() as f64));
-        }
-    }
-    results
+            (regulariser, total / labels.len() as f64)
+        })
+        .collect()
 }
 
 impl Calibrator for DirichletCalibration {
