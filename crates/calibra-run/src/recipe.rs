@@ -71,7 +71,7 @@
 //! [[losses]]                          # the adapted regimes (lora, coop, full) need >= 1 loss each
 //! name = "mcm"                        # names::LOSSES
 //! label = "mcm"                       # optional; the record's `probe` field; default: `name`
-//! args = { alpha = 0.5, beta = 1.0 }  # exactly the loss's arguments (names::LOSSES)
+//! args = { alpha = 0.1, beta = 0.01 } # exactly the loss's arguments (names::LOSSES)
 //! regimes = ["coop"]                  # optional; default: every adapted regime of the recipe
 //!
 //! [evaluator]                         # optional: what `calibra report` passes to the evaluator
