@@ -103,7 +103,7 @@ pub(super) fn execute(
     if dataset.labels.kind == TaskKind::Multilabel {
         return Err(format!("CoOp needs a single-label dataset; `{}` is multilabel", c.dataset.name).into());
     }
-    let classnames: Vec<String> = dataset.labels.names.iter().map(|n| n.replace('_', " ")).collect();
+    let classnames = crate::cli::zero_shot::prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
     let labels: Vec<usize> = train_rows

@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use calibra_crs::Condition;
-use calibra_data::{Dataset, Split, SplitConfig, Target, TaskKind};
+use calibra_data::{Dataset, Split, Target, TaskKind};
 use calibra_probe::{Features, FittedProbe, Probe, Targets};
-use calibra_run::baseline::{predictions_from_scores, slot_output, split_of};
+use calibra_run::baseline::{predictions_from_scores, split_of};
 use calibra_run::{ExecError, FeaturePass, FitSpec, RunContext, RunOutput};
-use calibra_train::features::{FeatureCondition, FeatureRequest, FeatureSet, PreparedPass};
+use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass};
 
-use super::{RunExecutor, condition_name, shift_spec};
+use super::{RunExecutor, condition_name, feature_condition, fill_slots, shift_spec};
 
 /// Fit the probe `probe_name` on features at depth `layer` and predict every missing slot.
 pub(super) fn execute_probe(
@@ -29,24 +29,12 @@ pub(super) fn execute_probe(
     let c = &fit.config;
     let dataset = executor.dataset(&c.dataset.spec)?;
     let split = split_of(&dataset, &c.split)?;
-    let split_config = SplitConfig {
-        train: c.split.train,
-        calibration: c.split.calibration,
-        test: c.split.test,
-        seed: c.split.seed,
-        use_official: true,
-    };
+    let split_config = c.split.config();
     let pass = |split: Split,
                 condition: &Condition,
                 ctx: &mut RunContext<'_>|
      -> Result<FeatureSet, ExecError> {
-        let feature_condition = match condition {
-            Condition::Clean => FeatureCondition::Clean,
-            Condition::Perturbation { perturbation, severity } => {
-                FeatureCondition::parse(&format!("{perturbation}:{severity}"))?
-            }
-            Condition::Shift { .. } => FeatureCondition::Clean,
-        };
+        let feature_condition = feature_condition(condition)?;
         // A shift target is another dataset's test split, through the same encoder.
         let data = match condition {
             Condition::Shift { target } => shift_spec(fit, target)?.to_string(),
@@ -78,27 +66,17 @@ pub(super) fn execute_probe(
     let calibration =
         predictions_from_scores(&dataset, &split.calibration, logits(&fitted, &calibration_features)?)?;
 
-    let mut calibrators = HashMap::new();
-    let mut by_condition: HashMap<String, calibra_predictions::Predictions> = HashMap::new();
-    let mut outputs = Vec::new();
-    for slot in &ctx.missing.clone() {
-        let key = condition_name(&slot.condition);
-        if !by_condition.contains_key(&key) {
-            let test_features = pass(Split::Test, &slot.condition, ctx)?;
-            let scores = logits(&fitted, &test_features)?;
-            let p = match &slot.condition {
-                Condition::Shift { target } => {
-                    let shifted = executor.shift_dataset(fit, target, &dataset)?;
-                    let shifted_split = split_of(&shifted, &c.split)?;
-                    predictions_from_scores(&shifted, &shifted_split.test, scores)?
-                }
-                _ => predictions_from_scores(&dataset, &split.test, scores)?,
-            };
-            by_condition.insert(key.clone(), p);
+    fill_slots(fit, ctx, &calibration, &mut |condition, ctx| {
+        let scores = logits(&fitted, &pass(Split::Test, condition, ctx)?)?;
+        match condition {
+            Condition::Shift { target } => {
+                let shifted = executor.shift_dataset(fit, target, &dataset)?;
+                let shifted_split = split_of(&shifted, &c.split)?;
+                predictions_from_scores(&shifted, &shifted_split.test, scores)
+            }
+            _ => predictions_from_scores(&dataset, &split.test, scores),
         }
-        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
-    }
-    Ok(outputs)
+    })
 }
 
 fn out_name(p: &Path) -> String {

@@ -137,10 +137,43 @@ impl EpochLog {
 /// A fitted model's scores (row-major `[rows, K]`) for `rows` of a dataset under a condition.
 type ScoreRows<'a> = dyn FnMut(&Dataset, &[usize], FeatureCondition) -> Result<Vec<f64>, ExecError> + 'a;
 
-/// The outputs of every missing slot of a fitted model: `scores(dataset, rows, condition)` gives the
-/// model's scores for those rows under that condition; the calibration split (clean) fits the
-/// calibrators, and each distinct condition's test split (a shift target: the other dataset's test
-/// split) is scored once and shared by its calibrator slots.
+/// The test-split feature condition of a record condition: a perturbation's, or clean (a shift target
+/// is another dataset's clean test split).
+fn feature_condition(condition: &Condition) -> Result<FeatureCondition, ExecError> {
+    Ok(match condition {
+        Condition::Perturbation { perturbation, severity } => {
+            FeatureCondition::parse(&format!("{perturbation}:{severity}"))?
+        }
+        Condition::Clean | Condition::Shift { .. } => FeatureCondition::Clean,
+    })
+}
+
+/// Every missing slot's output for a fitted model: `calibration` (the clean calibration-split
+/// predictions) fits the calibrators, and `predict_test(condition, ctx)` gives a condition's test
+/// predictions (a shift target: the other dataset's test split), asked once per distinct condition and
+/// shared by that condition's calibrator slots.
+fn fill_slots(
+    fit: &FitSpec,
+    ctx: &mut RunContext<'_>,
+    calibration: &Predictions,
+    predict_test: &mut dyn FnMut(&Condition, &mut RunContext<'_>) -> Result<Predictions, ExecError>,
+) -> Result<Vec<RunOutput>, ExecError> {
+    let mut calibrators = HashMap::new();
+    let mut by_condition: HashMap<String, Predictions> = HashMap::new();
+    let mut outputs = Vec::new();
+    for slot in &ctx.missing.clone() {
+        let key = condition_name(&slot.condition);
+        if !by_condition.contains_key(&key) {
+            let p = predict_test(&slot.condition, ctx)?;
+            by_condition.insert(key.clone(), p);
+        }
+        outputs.push(slot_output(fit, slot, calibration, by_condition[&key].clone(), &mut calibrators)?);
+    }
+    Ok(outputs)
+}
+
+/// [`fill_slots`] for a model scored on rows: `scores(dataset, rows, condition)` gives its scores
+/// (row-major `[rows, K]`) for those rows of a dataset under a feature condition.
 fn predict_slots(
     executor: &RunExecutor,
     fit: &FitSpec,
@@ -155,35 +188,22 @@ fn predict_slots(
         &split.calibration,
         scores(dataset, &split.calibration, FeatureCondition::Clean)?,
     )?;
-    let mut calibrators = HashMap::new();
-    let mut by_condition: HashMap<String, Predictions> = HashMap::new();
-    let mut outputs = Vec::new();
-    for slot in &ctx.missing.clone() {
-        let key = condition_name(&slot.condition);
-        if !by_condition.contains_key(&key) {
-            ctx.report(&format!("{kind}: predicting test ({key})"));
-            let p = match &slot.condition {
-                Condition::Clean => predictions_from_scores(
-                    dataset,
-                    &split.test,
-                    scores(dataset, &split.test, FeatureCondition::Clean)?,
-                )?,
-                Condition::Perturbation { perturbation, severity } => {
-                    let condition = FeatureCondition::parse(&format!("{perturbation}:{severity}"))?;
-                    predictions_from_scores(dataset, &split.test, scores(dataset, &split.test, condition)?)?
-                }
-                Condition::Shift { target } => {
-                    let shifted = executor.shift_dataset(fit, target, dataset)?;
-                    let shifted_split = split_of(&shifted, &fit.config.split)?;
-                    let s = scores(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
-                    predictions_from_scores(&shifted, &shifted_split.test, s)?
-                }
-            };
-            by_condition.insert(key.clone(), p);
+    fill_slots(fit, ctx, &calibration, &mut |condition, ctx| {
+        ctx.report(&format!("{kind}: predicting test ({})", condition_name(condition)));
+        match condition {
+            Condition::Shift { target } => {
+                let shifted = executor.shift_dataset(fit, target, dataset)?;
+                let shifted_split = split_of(&shifted, &fit.config.split)?;
+                let s = scores(&shifted, &shifted_split.test, FeatureCondition::Clean)?;
+                predictions_from_scores(&shifted, &shifted_split.test, s)
+            }
+            _ => predictions_from_scores(
+                dataset,
+                &split.test,
+                scores(dataset, &split.test, feature_condition(condition)?)?,
+            ),
         }
-        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
-    }
-    Ok(outputs)
+    })
 }
 
 impl Executor for RunExecutor {

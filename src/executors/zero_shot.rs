@@ -17,22 +17,21 @@
 //! class prompts. `supports` refuses a multilabel dataset and a checkpoint that is not a CLIP model
 //! before any work starts.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::Device;
 use calibra_crs::Condition;
-use calibra_data::{Split, SplitConfig, TaskKind};
+use calibra_data::{Split, TaskKind};
 use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::{read_config, resolve_checkpoint};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::Predictions;
-use calibra_run::baseline::{predictions_from_scores, slot_output};
+use calibra_run::baseline::predictions_from_scores;
 use calibra_run::run_key::sha256_hex;
 use calibra_run::{ExecError, FeaturePass, FitMethod, FitSpec, RunContext, RunOutput};
-use calibra_train::features::{FeatureCondition, FeatureRequest, FeatureSet, PreparedPass};
+use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass};
 
-use super::{RunExecutor, condition_name, shift_spec};
+use super::{RunExecutor, condition_name, feature_condition, fill_slots, shift_spec};
 use crate::cli::zero_shot::{
     IMAGE_BATCH, clip_image_features, mvc_bench_template, prompt_classnames, zero_shot_logits,
 };
@@ -162,26 +161,17 @@ pub(super) fn execute(
     let classifier =
         ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(&template), device)
             .map_err(|e| format!("template {id} {template:?}: {e}"))?;
-    let split_config = SplitConfig {
-        train: c.split.train,
-        calibration: c.split.calibration,
-        test: c.split.test,
-        seed: c.split.seed,
-        use_official: true,
-    };
+    let split_config = c.split.config();
 
     // The predictions of `split` under `condition` (a shift target: that dataset's test split).
     let predict =
         |split: Split, condition: &Condition, ctx: &mut RunContext<'_>| -> Result<Predictions, ExecError> {
-            let (data, feature_condition) = match condition {
-                Condition::Clean => (c.dataset.spec.clone(), FeatureCondition::Clean),
-                Condition::Perturbation { perturbation, severity } => {
-                    (c.dataset.spec.clone(), FeatureCondition::parse(&format!("{perturbation}:{severity}"))?)
-                }
+            let data = match condition {
                 Condition::Shift { target } => {
                     executor.shift_dataset(fit, target, &dataset)?;
-                    (shift_spec(fit, target)?.to_string(), FeatureCondition::Clean)
+                    shift_spec(fit, target)?.to_string()
                 }
+                _ => c.dataset.spec.clone(),
             };
             let dir = ctx.feature_dir(&FeaturePass {
                 encoder: c.encoder.name.clone(),
@@ -193,7 +183,7 @@ pub(super) fn execute(
                 data,
                 split,
                 split_config,
-                condition: feature_condition,
+                condition: feature_condition(condition)?,
                 layers: vec![1.0],
                 batch_size: IMAGE_BATCH,
             };
@@ -205,18 +195,7 @@ pub(super) fn execute(
         };
 
     let calibration = predict(Split::Calibration, &Condition::Clean, ctx)?;
-    let mut calibrators = HashMap::new();
-    let mut by_condition: HashMap<String, Predictions> = HashMap::new();
-    let mut outputs = Vec::new();
-    for slot in &ctx.missing.clone() {
-        let key = condition_name(&slot.condition);
-        if !by_condition.contains_key(&key) {
-            let p = predict(Split::Test, &slot.condition, ctx)?;
-            by_condition.insert(key.clone(), p);
-        }
-        outputs.push(slot_output(fit, slot, &calibration, by_condition[&key].clone(), &mut calibrators)?);
-    }
-    Ok(outputs)
+    fill_slots(fit, ctx, &calibration, &mut |condition, ctx| predict(Split::Test, condition, ctx))
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use std::rc::Rc;
 
 use calibra_calibrate::{CalibratorOptions, FittedCalibrator, Method, calibrator_for};
 use calibra_crs::{Condition, Regime, RunRecord};
-use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment, SplitConfig, Target, TaskKind};
+use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment, Target, TaskKind};
 use calibra_metrics::{SummaryOptions, summarize_multilabel, summarize_single_label};
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_predictions_to};
 
@@ -58,14 +58,7 @@ impl BaselineExecutor {
 
 /// The train / calibration / test split of `dataset` under a recipe's `[split]`.
 pub fn split_of(dataset: &Dataset, s: &SplitSettings) -> Result<SplitAssignment, ExecError> {
-    let config = SplitConfig {
-        train: s.train,
-        calibration: s.calibration,
-        test: s.test,
-        seed: s.seed,
-        use_official: true,
-    };
-    Ok(calibra_data::split_dataset(dataset, &config)?)
+    Ok(calibra_data::split_dataset(dataset, &s.config())?)
 }
 
 /// The prior's logits (one row, K columns) from the training rows.

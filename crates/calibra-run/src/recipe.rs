@@ -212,6 +212,19 @@ pub struct SplitSettings {
     pub seed: u64,
 }
 
+impl SplitSettings {
+    /// The calibra-data split configuration (official splits respected where a format has them).
+    pub fn config(&self) -> calibra_data::SplitConfig {
+        calibra_data::SplitConfig {
+            train: self.train,
+            calibration: self.calibration,
+            test: self.test,
+            seed: self.seed,
+            use_official: true,
+        }
+    }
+}
+
 fn default_train() -> f64 {
     0.70
 }
