@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams};
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -199,6 +199,41 @@ pub struct StepReport {
     pub images: usize,
 }
 
+/// The AdamW optimiser of `config` (its moments, ε and decoupled weight decay) and the warmup +
+/// cosine schedule of its peak lr over `total_steps` (warmup: `ceil(warmup_ratio · total_steps)`).
+pub(crate) fn adamw_with_schedule(
+    config: &TrainConfig,
+    total_steps: usize,
+) -> Result<(ModuleOptimizer, WarmupCosine), TrainError> {
+    let warmup = (config.warmup_ratio * total_steps as f64).ceil() as usize;
+    let schedule = WarmupCosine::new(config.lr, warmup, total_steps)?;
+    let optimizer = AdamWConfig::new()
+        .with_beta_1(config.beta_1 as f32)
+        .with_beta_2(config.beta_2 as f32)
+        .with_epsilon(config.epsilon as f32)
+        .with_weight_decay(config.weight_decay as f32)
+        .init();
+    Ok((optimizer, schedule))
+}
+
+/// One optimiser update of `model` from `loss`: backward, the gradients clipped at global norm
+/// `max_grad_norm` when given, then a step at `lr`. Returns the updated model and the gradient norm
+/// before clipping (NaN without clipping, where it is not computed).
+pub(crate) fn update<M: Module>(
+    model: M,
+    loss: Tensor<1>,
+    optimizer: &mut ModuleOptimizer,
+    lr: f64,
+    max_grad_norm: Option<f64>,
+) -> Result<(M, f64), TrainError> {
+    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+    let grad_norm = match max_grad_norm {
+        Some(max) => clip_grad_norm(&model, &mut grads, max)?.total_norm,
+        None => f64::NAN,
+    };
+    Ok((optimizer.step(lr, model, grads), grad_norm))
+}
+
 /// The result of [`train`].
 #[derive(Debug)]
 pub struct TrainOutcome<M> {
@@ -256,14 +291,7 @@ pub fn train<M: Classifier>(
     data.check()?;
     let steps_per_epoch = data.len().div_ceil(config.batch_size);
     let total_steps = steps_per_epoch * config.epochs;
-    let warmup = (config.warmup_ratio * total_steps as f64).ceil() as usize;
-    let schedule = WarmupCosine::new(config.lr, warmup, total_steps)?;
-    let mut optimizer = AdamWConfig::new()
-        .with_beta_1(config.beta_1 as f32)
-        .with_beta_2(config.beta_2 as f32)
-        .with_epsilon(config.epsilon as f32)
-        .with_weight_decay(config.weight_decay as f32)
-        .init();
+    let (mut optimizer, schedule) = adamw_with_schedule(config, total_steps)?;
 
     let mut model = model;
     let mut start = 0;
@@ -306,13 +334,9 @@ pub fn train<M: Classifier>(
         let logits = model.logits(data.images(indices, device));
         let value = loss.forward(&data.loss_batch(logits, indices)?)?;
         let loss_value = finite_value(&value)?;
-        let mut grads = GradientsParams::from_grads(value.backward(), &model);
-        let grad_norm = match config.max_grad_norm {
-            Some(max) => clip_grad_norm(&model, &mut grads, max)?.total_norm,
-            None => f64::NAN,
-        };
         let lr = schedule.lr(step);
-        model = optimizer.step(lr, model, grads);
+        let grad_norm;
+        (model, grad_norm) = update(model, value, &mut optimizer, lr, config.max_grad_norm)?;
         losses.push(loss_value);
         progress(&StepReport {
             step: step + 1,

@@ -23,7 +23,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use burn::module::{Module, Param};
-use burn::optim::{AdamWConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_data::PreprocessConfig;
 use calibra_models::clip::{ClipModel, fill_template, l2_normalize};
@@ -36,11 +35,9 @@ use self::contrastive::{contrastive_loss, identical_caption_mask};
 use self::evaluate::{is_multilabel, label_aurocs, top1_accuracy, zero_shot_logits};
 pub use self::init::{ClipArchitecture, LOGIT_SCALE_INIT};
 use crate::features::{FeatureCondition, image_batch};
-use crate::grad_clip::clip_grad_norm;
 use crate::losses::finite_value;
 use crate::pretrain::{LoadedTask, PretrainError, io, kind_name, load_task, majority_accuracy};
-use crate::schedule::WarmupCosine;
-use crate::trainer::{StepReport, TrainConfig, epoch_order};
+use crate::trainer::{StepReport, TrainConfig, adamw_with_schedule, epoch_order, update};
 
 /// CLIP's clamp on the learnable log temperature: `exp(logit_scale) ≤ 100`.
 pub const MAX_LOGIT_SCALE: f64 = 4.605_170_185_988_091; // ln 100
@@ -273,15 +270,8 @@ pub fn pretrain_clip(
     let batch_size = config.batch_size;
     let steps_per_epoch = pool.len().div_ceil(batch_size);
     let total_steps = steps_per_epoch * config.epochs;
-    let warmup = (config.warmup_ratio * total_steps as f64).ceil() as usize;
-    let schedule = WarmupCosine::new(config.lr, warmup, total_steps)
-        .map_err(|e| PretrainError::Invalid(e.to_string()))?;
-    let mut optimizer = AdamWConfig::new()
-        .with_beta_1(config.beta_1 as f32)
-        .with_beta_2(config.beta_2 as f32)
-        .with_epsilon(config.epsilon as f32)
-        .with_weight_decay(config.weight_decay as f32)
-        .init();
+    let (mut optimizer, schedule) =
+        adamw_with_schedule(config, total_steps).map_err(|e| PretrainError::Invalid(e.to_string()))?;
     let mut token_cache: HashMap<String, Vec<u32>> = HashMap::new();
     let mut losses = Vec::with_capacity(total_steps);
     let mut order = Vec::new();
@@ -332,17 +322,10 @@ pub fn pretrain_clip(
         let loss = contrastive_loss(logits, &positives)?;
         let loss_value =
             finite_value(&loss).map_err(|e| PretrainError::Invalid(format!("step {}: {e}", step + 1)))?;
-        let mut grads = GradientsParams::from_grads(loss.backward(), &model);
-        let grad_norm = match config.max_grad_norm {
-            Some(max) => {
-                clip_grad_norm(&model, &mut grads, max)
-                    .map_err(|e| PretrainError::Invalid(e.to_string()))?
-                    .total_norm
-            }
-            None => f64::NAN,
-        };
         let lr = schedule.lr(step);
-        model = optimizer.step(lr, model, grads);
+        let grad_norm;
+        (model, grad_norm) = update(model, loss, &mut optimizer, lr, config.max_grad_norm)
+            .map_err(|e| PretrainError::Invalid(e.to_string()))?;
         losses.push(loss_value);
         progress(&StepReport {
             step: step + 1,
