@@ -15,10 +15,13 @@ const D: usize = 768;
 const K: usize = 8;
 
 fn data() -> (Features, Vec<usize>) {
-    let dir = PathBuf::from(std::env::var("CALIBRA_TRANSFER_BENCH_DIR").unwrap_or("/tmp/calibra-transfer-bench".into()));
+    let dir = PathBuf::from(
+        std::env::var("CALIBRA_TRANSFER_BENCH_DIR").unwrap_or("/tmp/calibra-transfer-bench".into()),
+    );
     if let (Ok(f), Ok(l)) = (std::fs::read(dir.join("features.f64")), std::fs::read(dir.join("labels.u32"))) {
         let x: Vec<f64> = f.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
-        let y: Vec<usize> = l.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize).collect();
+        let y: Vec<usize> =
+            l.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize).collect();
         eprintln!("bench data: {}", dir.display());
         return (Features::new(x, N, D).unwrap(), y);
     }
@@ -54,7 +57,9 @@ fn bench(c: &mut Criterion) {
     eprintln!("nleep {:?}", r.scores);
     let mut g = c.benchmark_group("transfer_20000x768_k8");
     g.sample_size(10);
-    g.bench_function("logme+hscore+gbc+transrate", |b| b.iter(|| score(&f, &targets, &four, &options).unwrap()));
+    g.bench_function("logme+hscore+gbc+transrate", |b| {
+        b.iter(|| score(&f, &targets, &four, &options).unwrap())
+    });
     g.bench_function("nleep", |b| b.iter(|| score(&f, &targets, &[Estimator::Nleep], &options).unwrap()));
     g.finish();
 }

@@ -28,7 +28,11 @@ pub struct Covariance {
 
 impl Covariance {
     /// `rate_eps`: compute each class's coding rate with this ε (TransRate) as well.
-    pub fn new(features: &Features, stats: &ClassStats, rate_eps: Option<f64>) -> Result<Self, TransferError> {
+    pub fn new(
+        features: &Features,
+        stats: &ClassStats,
+        rate_eps: Option<f64>,
+    ) -> Result<Self, TransferError> {
         let d = stats.d;
         let mut scatter = Mat::<f64>::zeros(d, d);
         let mut rates = Vec::with_capacity(stats.num_classes);
@@ -70,7 +74,13 @@ impl Covariance {
 
 /// `½ ln det(I_d + ZᵀZ / (n ε))` for row-major `z` (`n × d`); uses the `n × n` form
 /// `I_n + Z Zᵀ / (n ε)` (same determinant) when `n < d`. `g` is `ZᵀZ` when already computed.
-pub(crate) fn coding_rate(z: &[f64], n: usize, d: usize, g: Option<&Mat<f64>>, eps: f64) -> Result<f64, TransferError> {
+pub(crate) fn coding_rate(
+    z: &[f64],
+    n: usize,
+    d: usize,
+    g: Option<&Mat<f64>>,
+    eps: f64,
+) -> Result<f64, TransferError> {
     let scale = 1.0 / (n as f64 * eps);
     let mut m = if n < d {
         row_gram(z, n, d)

@@ -93,7 +93,9 @@ fn bhattacharyya(m1: &[f64], v1: &[f64], m2: &[f64], v2: &[f64], gaussian: Gauss
     let avg = |j: usize| (v1[j] + v2[j]) / 2.0;
     let first: f64 = match gaussian {
         GaussianType::Spherical => m1.iter().zip(m2).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / avg(0),
-        GaussianType::Diagonal => m1.iter().zip(m2).enumerate().map(|(j, (a, b))| (a - b) * (a - b) / avg(j)).sum(),
+        GaussianType::Diagonal => {
+            m1.iter().zip(m2).enumerate().map(|(j, (a, b))| (a - b) * (a - b) / avg(j)).sum()
+        }
     } / 8.0;
     let mut second = 0.0;
     for j in 0..v1.len() {

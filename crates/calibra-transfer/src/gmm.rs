@@ -216,4 +216,3 @@ fn lower_inverse(l: &Mat<f64>) -> Mat<f64> {
     }
     inv
 }
-

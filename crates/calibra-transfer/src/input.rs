@@ -14,7 +14,9 @@ impl Features {
     /// Check shape and finiteness; a NaN or infinity is an error naming its row and column.
     pub fn new(data: Vec<f64>, n: usize, d: usize) -> Result<Self, TransferError> {
         if n == 0 || d == 0 {
-            return Err(TransferError::Shape(format!("shape [{n}, {d}]: need at least one row and one column")));
+            return Err(TransferError::Shape(format!(
+                "shape [{n}, {d}]: need at least one row and one column"
+            )));
         }
         if data.len() != n * d {
             return Err(TransferError::Shape(format!("{} values for shape [{n}, {d}]", data.len())));
@@ -98,7 +100,10 @@ impl Targets {
             }
             Targets::Multilabel { labels, values } => {
                 if *labels == 0 {
-                    return Err(TransferError::BadLabel { row: 0, why: "multilabel target with 0 labels".into() });
+                    return Err(TransferError::BadLabel {
+                        row: 0,
+                        why: "multilabel target with 0 labels".into(),
+                    });
                 }
                 if values.len() % labels != 0 {
                     return Err(TransferError::BadLabel {

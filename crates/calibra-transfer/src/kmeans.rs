@@ -101,7 +101,8 @@ fn kmeans_pp(x: &[f64], n: usize, d: usize, k: usize, rng: &mut ChaCha8Rng) -> V
     let mut centres = Vec::with_capacity(k * d);
     let first = rng.random_range(0..n);
     centres.extend_from_slice(&x[first * d..(first + 1) * d]);
-    let mut closest: Vec<f64> = (0..n).map(|i| dist2(&x[i * d..(i + 1) * d], &x[first * d..(first + 1) * d])).collect();
+    let mut closest: Vec<f64> =
+        (0..n).map(|i| dist2(&x[i * d..(i + 1) * d], &x[first * d..(first + 1) * d])).collect();
     let mut pot: f64 = closest.iter().sum();
     for _ in 1..k {
         let mut cum = Vec::with_capacity(n);
@@ -115,7 +116,8 @@ fn kmeans_pp(x: &[f64], n: usize, d: usize, k: usize, rng: &mut ChaCha8Rng) -> V
             let r = rng.random::<f64>() * pot;
             let cand = cum.partition_point(|c| *c < r).min(n - 1);
             let row = &x[cand * d..(cand + 1) * d];
-            let dists: Vec<f64> = (0..n).map(|i| closest[i].min(dist2(&x[i * d..(i + 1) * d], row))).collect();
+            let dists: Vec<f64> =
+                (0..n).map(|i| closest[i].min(dist2(&x[i * d..(i + 1) * d], row))).collect();
             let p: f64 = dists.iter().sum();
             if best.as_ref().is_none_or(|b| p < b.0) {
                 best = Some((p, cand, dists));

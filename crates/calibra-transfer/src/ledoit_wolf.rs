@@ -42,6 +42,10 @@ impl LedoitWolf {
 
     /// Eigenvalues of the shrunk covariance (same eigenvectors as `ZᵀZ`).
     pub fn shrunk_values(&self, cov: &Covariance, n: usize) -> Vec<f64> {
-        cov.eig.values.iter().map(|v| (1.0 - self.shrinkage) * v / n as f64 + self.shrinkage * self.mu).collect()
+        cov.eig
+            .values
+            .iter()
+            .map(|v| (1.0 - self.shrinkage) * v / n as f64 + self.shrinkage * self.mu)
+            .collect()
     }
 }

@@ -150,7 +150,10 @@ pub(crate) fn fixed_point_evidence(sigma: &[f64], x2: &[f64], res_x2: f64, n: f6
         }
     }
     let log_det: f64 = sigma.iter().map(|s| (alpha + beta * s).ln()).sum();
-    let evidence = d / 2.0 * alpha.ln() + n / 2.0 * beta.ln() - 0.5 * log_det - beta / 2.0 * res2 - alpha / 2.0 * m2
+    let evidence = d / 2.0 * alpha.ln() + n / 2.0 * beta.ln()
+        - 0.5 * log_det
+        - beta / 2.0 * res2
+        - alpha / 2.0 * m2
         - n / 2.0 * (2.0 * std::f64::consts::PI).ln();
     evidence / n
 }

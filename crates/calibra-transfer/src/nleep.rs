@@ -42,7 +42,8 @@ pub fn nleep(
     let k = components_for_variance(cov, options.variance);
     let comps = leading_components(cov, k);
     let scores = project_rows(features, stats, &comps);
-    let gmm = GaussianMixture::fit(&scores, stats.n, k, GmmOptions::sklearn_defaults(components, options.seed))?;
+    let gmm =
+        GaussianMixture::fit(&scores, stats.n, k, GmmOptions::sklearn_defaults(components, options.seed))?;
     let theta = gmm.predict_proba(&scores, stats.n);
     leep(&theta, components, y).map(Some)
 }

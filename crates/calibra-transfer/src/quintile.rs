@@ -22,7 +22,8 @@ fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 pub fn quintile_classes(y: &[f64]) -> Vec<usize> {
     let mut sorted = y.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let edges: Vec<f64> = (1..QUINTILES).map(|k| quantile_sorted(&sorted, k as f64 / QUINTILES as f64)).collect();
+    let edges: Vec<f64> =
+        (1..QUINTILES).map(|k| quantile_sorted(&sorted, k as f64 / QUINTILES as f64)).collect();
     y.iter().map(|v| edges.iter().filter(|e| **e <= *v).count()).collect()
 }
 

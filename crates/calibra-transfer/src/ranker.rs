@@ -36,9 +36,22 @@ impl Family {
     /// From a Hugging Face `model_type` (or a family name itself).
     pub fn from_model_type(t: &str) -> Family {
         let t = t.to_ascii_lowercase();
-        const TRANSFORMERS: [&str; 12] =
-            ["transformer", "vit", "deit", "beit", "dinov2", "swin", "swinv2", "clip", "clip_vision_model", "siglip", "eva", "mae"];
-        const CNNS: [&str; 8] = ["cnn", "resnet", "convnext", "convnextv2", "efficientnet", "regnet", "densenet", "mobilenet_v2"];
+        const TRANSFORMERS: [&str; 12] = [
+            "transformer",
+            "vit",
+            "deit",
+            "beit",
+            "dinov2",
+            "swin",
+            "swinv2",
+            "clip",
+            "clip_vision_model",
+            "siglip",
+            "eva",
+            "mae",
+        ];
+        const CNNS: [&str; 8] =
+            ["cnn", "resnet", "convnext", "convnextv2", "efficientnet", "regnet", "densenet", "mobilenet_v2"];
         if TRANSFORMERS.iter().any(|m| t == *m || t.starts_with(&format!("{m}_"))) {
             Family::Transformer
         } else if CNNS.iter().any(|m| t == *m || t.starts_with(m)) {
@@ -226,7 +239,10 @@ mod tests {
         assert_eq!((ranked[0].net_wins, ranked[1].net_wins), (0, 0));
         assert_eq!(ranked[0].rank, 1.5);
         let cfg = serde_json::json!({"model_type": "vit", "hidden_size": 768, "num_hidden_layers": 12});
-        assert_eq!(ArchGroup::from_config(&cfg), ArchGroup { family: Family::Transformer, size: "768x12".into() });
+        assert_eq!(
+            ArchGroup::from_config(&cfg),
+            ArchGroup { family: Family::Transformer, size: "768x12".into() }
+        );
         let clip = serde_json::json!({"model_type": "clip", "vision_config": {"hidden_size": 384, "num_hidden_layers": 6}});
         assert_eq!(ArchGroup::from_config(&clip).size, "384x6");
         assert_eq!(Family::from_model_type("resnet"), Family::Cnn);

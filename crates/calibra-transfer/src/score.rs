@@ -82,8 +82,10 @@ pub fn score(
         Targets::Multilabel { labels, values } => {
             let mut sums: BTreeMap<Estimator, (f64, usize)> = BTreeMap::new();
             for l in 0..*labels {
-                let idx: Vec<usize> = (0..features.n()).filter(|&i| values[i * labels + l].is_some()).collect();
-                let y: Vec<usize> = idx.iter().map(|&i| usize::from(values[i * labels + l] == Some(true))).collect();
+                let idx: Vec<usize> =
+                    (0..features.n()).filter(|&i| values[i * labels + l].is_some()).collect();
+                let y: Vec<usize> =
+                    idx.iter().map(|&i| usize::from(values[i * labels + l] == Some(true))).collect();
                 let prefix = format!("label {l}: ");
                 let per = if idx.is_empty() {
                     notes.push(format!("{prefix}no known values; skipped"));
@@ -140,7 +142,8 @@ fn score_task(
             notes.push(format!("{prefix}{name}: {why}"));
             None
         };
-        let value = if e.is_class_based() && present < 2 && !(e == Estimator::KnnAgreement && cont.is_some()) {
+        let value = if e.is_class_based() && present < 2 && !(e == Estimator::KnnAgreement && cont.is_some())
+        {
             undefined(format!("{present} class(es) present (needs ≥ 2)"))
         } else {
             match e {
@@ -152,29 +155,37 @@ fn score_task(
                     })
                 }
                 Estimator::Hscore => Some(hscore(&stats, cov.as_ref().expect("built"), options.hscore_rcond)),
-                Estimator::HscoreShrinkage => {
-                    Some(hscore_shrinkage(features, &stats, cov.as_ref().expect("built"), options.hscore_rcond))
-                }
+                Estimator::HscoreShrinkage => Some(hscore_shrinkage(
+                    features,
+                    &stats,
+                    cov.as_ref().expect("built"),
+                    options.hscore_rcond,
+                )),
                 Estimator::Gbc => match stats.present().find(|&c| stats.counts[c] < 2) {
                     Some(c) => undefined(format!("class {c} has {} sample (needs ≥ 2)", stats.counts[c])),
                     None => Some(gbc(features, &stats, cov.as_ref(), options.gbc)),
                 },
-                Estimator::Nleep => match nleep(features, &stats, cov.as_ref().expect("built"), y, options.nleep)? {
-                    Some(v) => Some(v),
-                    None => undefined(format!(
-                        "{} mixture components for {} samples",
-                        options.nleep.components_per_class * stats.num_classes,
-                        stats.n
-                    )),
-                },
-                Estimator::Transrate => match transrate(&stats, cov.as_ref().expect("built"), options.transrate_eps) {
-                    Some(v) => Some(v),
-                    None => {
-                        let c = (0..stats.num_classes).find(|&c| stats.counts[c] == 0).unwrap_or(0);
-                        undefined(format!("class {c} has no sample"))
+                Estimator::Nleep => {
+                    match nleep(features, &stats, cov.as_ref().expect("built"), y, options.nleep)? {
+                        Some(v) => Some(v),
+                        None => undefined(format!(
+                            "{} mixture components for {} samples",
+                            options.nleep.components_per_class * stats.num_classes,
+                            stats.n
+                        )),
                     }
-                },
-                Estimator::EffectiveDimensionality => match participation_ratio(cov.as_ref().expect("built")) {
+                }
+                Estimator::Transrate => {
+                    match transrate(&stats, cov.as_ref().expect("built"), options.transrate_eps) {
+                        Some(v) => Some(v),
+                        None => {
+                            let c = (0..stats.num_classes).find(|&c| stats.counts[c] == 0).unwrap_or(0);
+                            undefined(format!("class {c} has no sample"))
+                        }
+                    }
+                }
+                Estimator::EffectiveDimensionality => match participation_ratio(cov.as_ref().expect("built"))
+                {
                     Some(v) => Some(v),
                     None => undefined("every feature is constant".into()),
                 },
@@ -194,7 +205,10 @@ fn score_task(
         if let Some(v) = value
             && !v.is_finite()
         {
-            return Err(TransferError::Numerical { what: "estimator", why: format!("{prefix}{name} is {v}") });
+            return Err(TransferError::Numerical {
+                what: "estimator",
+                why: format!("{prefix}{name} is {v}"),
+            });
         }
         out.insert(e, value);
     }

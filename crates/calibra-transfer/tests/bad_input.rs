@@ -21,7 +21,8 @@ fn nan_and_inf_name_their_row() {
 #[test]
 fn label_count_must_match_rows() {
     let f = Features::new(grid(6, 3), 6, 3).unwrap();
-    let err = score(&f, &Targets::Classes(vec![0, 1, 0, 1, 0]), &Estimator::ALL, &ScoreOptions::default()).unwrap_err();
+    let err = score(&f, &Targets::Classes(vec![0, 1, 0, 1, 0]), &Estimator::ALL, &ScoreOptions::default())
+        .unwrap_err();
     assert!(matches!(err, TransferError::LengthMismatch { labels: 5, rows: 6 }), "{err}");
     assert!(err.to_string().contains("5 label rows for 6 feature rows"), "{err}");
 }
@@ -35,7 +36,15 @@ fn singleton_class_makes_gbc_null_and_says_so() {
     let r = score(&f, &Targets::Classes(y), &Estimator::ALL, &options).unwrap();
     assert_eq!(r.scores["gbc"], None);
     assert!(r.notes.iter().any(|n| n.contains("gbc: class 2 has 1 sample")), "{:?}", r.notes);
-    for k in ["logme", "hscore", "hscore_shrinkage", "transrate", "effective_dimensionality", "knn_agreement", "nleep"] {
+    for k in [
+        "logme",
+        "hscore",
+        "hscore_shrinkage",
+        "transrate",
+        "effective_dimensionality",
+        "knn_agreement",
+        "nleep",
+    ] {
         assert!(r.scores[k].is_some(), "{k} should stay defined: {:?}", r.notes);
     }
     let json = serde_json::to_value(&r).unwrap();
@@ -59,12 +68,22 @@ fn constant_features_have_no_effective_dimensionality() {
 #[test]
 fn absent_class_makes_transrate_null_and_one_class_nulls_class_estimators() {
     let f = Features::new(grid(8, 3), 8, 3).unwrap();
-    let r = score(&f, &Targets::Classes(vec![0, 2, 0, 2, 0, 2, 0, 2]), &[Estimator::Transrate], &ScoreOptions::default())
-        .unwrap();
+    let r = score(
+        &f,
+        &Targets::Classes(vec![0, 2, 0, 2, 0, 2, 0, 2]),
+        &[Estimator::Transrate],
+        &ScoreOptions::default(),
+    )
+    .unwrap();
     assert_eq!(r.scores["transrate"], None);
     assert!(r.notes[0].contains("class 1 has no sample"), "{:?}", r.notes);
-    let r = score(&f, &Targets::Classes(vec![0; 8]), &[Estimator::Hscore, Estimator::Logme], &ScoreOptions::default())
-        .unwrap();
+    let r = score(
+        &f,
+        &Targets::Classes(vec![0; 8]),
+        &[Estimator::Hscore, Estimator::Logme],
+        &ScoreOptions::default(),
+    )
+    .unwrap();
     assert_eq!(r.scores["hscore"], None);
     assert!(r.scores["logme"].is_some());
 }
@@ -72,7 +91,12 @@ fn absent_class_makes_transrate_null_and_one_class_nulls_class_estimators() {
 #[test]
 fn continuous_targets_must_be_finite() {
     let f = Features::new(grid(4, 2), 4, 2).unwrap();
-    let err = score(&f, &Targets::Continuous(vec![1.0, 2.0, f64::NAN, 3.0]), &[Estimator::Logme], &ScoreOptions::default())
-        .unwrap_err();
+    let err = score(
+        &f,
+        &Targets::Continuous(vec![1.0, 2.0, f64::NAN, 3.0]),
+        &[Estimator::Logme],
+        &ScoreOptions::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("labels row 2"), "{err}");
 }

@@ -7,8 +7,8 @@ use calibra_transfer::gbc::{GaussianType, GbcOptions};
 use calibra_transfer::knn::{cosine_neighbours, label_agreement, outcome_agreement};
 use calibra_transfer::quintile::quintile_classes;
 use calibra_transfer::{
-    ClassStats, Covariance, Estimator, Features, LedoitWolf, LogmeBasis, NleepOptions, ScoreOptions, Targets, gbc,
-    hscore, hscore_shrinkage, leep, nleep, participation_ratio, score, transrate,
+    ClassStats, Covariance, Estimator, Features, LedoitWolf, LogmeBasis, NleepOptions, ScoreOptions, Targets,
+    gbc, hscore, hscore_shrinkage, leep, nleep, participation_ratio, score, transrate,
 };
 use serde_json::Value;
 
@@ -50,8 +50,18 @@ fn tall_case_matches_references() {
 
     let basis = LogmeBasis::new(&f, Some((&stats, &cov))).unwrap();
     close("logme (shared Gram)", basis.classification(&f, &stats, &y), e["logme"].as_f64().unwrap(), REL);
-    close("logme (own Gram)", calibra_transfer::logme_classes(&f, &y).unwrap(), e["logme"].as_f64().unwrap(), REL);
-    close("logme regression", basis.regression(&f, &[v.clone()]), e["logme_regression"].as_f64().unwrap(), REL);
+    close(
+        "logme (own Gram)",
+        calibra_transfer::logme_classes(&f, &y).unwrap(),
+        e["logme"].as_f64().unwrap(),
+        REL,
+    );
+    close(
+        "logme regression",
+        basis.regression(&f, &[v.clone()]),
+        e["logme_regression"].as_f64().unwrap(),
+        REL,
+    );
     close("hscore", hscore(&stats, &cov, 1e-15), e["hscore"].as_f64().unwrap(), REL);
     close(
         "ledoit-wolf shrinkage",
@@ -59,7 +69,12 @@ fn tall_case_matches_references() {
         e["ledoit_wolf_shrinkage"].as_f64().unwrap(),
         REL,
     );
-    close("hscore_shrinkage", hscore_shrinkage(&f, &stats, &cov, 1e-15), e["hscore_shrinkage"].as_f64().unwrap(), REL);
+    close(
+        "hscore_shrinkage",
+        hscore_shrinkage(&f, &stats, &cov, 1e-15),
+        e["hscore_shrinkage"].as_f64().unwrap(),
+        REL,
+    );
     for (key, gaussian, pca) in [
         ("gbc_spherical", GaussianType::Spherical, None),
         ("gbc_diagonal", GaussianType::Diagonal, None),
@@ -69,10 +84,20 @@ fn tall_case_matches_references() {
         close(key, gbc(&f, &stats, Some(&cov), GbcOptions { gaussian, pca }), e[key].as_f64().unwrap(), REL);
     }
     close("transrate", transrate(&stats, &cov, 1e-4).unwrap(), e["transrate"].as_f64().unwrap(), REL);
-    close("participation ratio", participation_ratio(&cov).unwrap(), e["effective_dimensionality"].as_f64().unwrap(), REL);
+    close(
+        "participation ratio",
+        participation_ratio(&cov).unwrap(),
+        e["effective_dimensionality"].as_f64().unwrap(),
+        REL,
+    );
     let nb = cosine_neighbours(&f, 10);
     close("knn agreement", label_agreement(&nb, &y).unwrap(), e["knn_agreement"].as_f64().unwrap(), 1e-12);
-    close("knn outcome agreement", outcome_agreement(&nb, &v).unwrap(), e["knn_outcome_agreement"].as_f64().unwrap(), 1e-12);
+    close(
+        "knn outcome agreement",
+        outcome_agreement(&nb, &v).unwrap(),
+        e["knn_outcome_agreement"].as_f64().unwrap(),
+        1e-12,
+    );
     let z = case["posterior_columns"].as_u64().unwrap() as usize;
     close("leep", leep(&floats(&case["posteriors"]), z, &y).unwrap(), e["leep"].as_f64().unwrap(), 1e-12);
 
@@ -120,15 +145,35 @@ fn wide_case_matches_references() {
     let y = ints(&case["labels"]);
     let stats = ClassStats::new(&f, &y).unwrap();
     let cov = Covariance::new(&f, &stats, Some(1e-4)).unwrap();
-    close("logme (SVD path)", calibra_transfer::logme_classes(&f, &y).unwrap(), e["logme"].as_f64().unwrap(), REL);
+    close(
+        "logme (SVD path)",
+        calibra_transfer::logme_classes(&f, &y).unwrap(),
+        e["logme"].as_f64().unwrap(),
+        REL,
+    );
     let basis = LogmeBasis::new(&f, Some((&stats, &cov))).unwrap();
-    close("logme (SVD path, shared)", basis.classification(&f, &stats, &y), e["logme"].as_f64().unwrap(), REL);
+    close(
+        "logme (SVD path, shared)",
+        basis.classification(&f, &stats, &y),
+        e["logme"].as_f64().unwrap(),
+        REL,
+    );
     let sph = GbcOptions { gaussian: GaussianType::Spherical, pca: None };
     let diag = GbcOptions { gaussian: GaussianType::Diagonal, pca: None };
     close("gbc spherical", gbc(&f, &stats, None, sph), e["gbc_spherical"].as_f64().unwrap(), REL);
     close("gbc diagonal", gbc(&f, &stats, None, diag), e["gbc_diagonal"].as_f64().unwrap(), REL);
-    close("transrate (n_c < d)", transrate(&stats, &cov, 1e-4).unwrap(), e["transrate"].as_f64().unwrap(), REL);
-    close("participation ratio", participation_ratio(&cov).unwrap(), e["effective_dimensionality"].as_f64().unwrap(), REL);
+    close(
+        "transrate (n_c < d)",
+        transrate(&stats, &cov, 1e-4).unwrap(),
+        e["transrate"].as_f64().unwrap(),
+        REL,
+    );
+    close(
+        "participation ratio",
+        participation_ratio(&cov).unwrap(),
+        e["effective_dimensionality"].as_f64().unwrap(),
+        REL,
+    );
     let nb = cosine_neighbours(&f, 10);
     close("knn agreement", label_agreement(&nb, &y).unwrap(), e["knn_agreement"].as_f64().unwrap(), 1e-12);
 }
@@ -160,7 +205,9 @@ fn multilabel_is_the_mean_over_labels() {
     )
     .unwrap();
     assert_eq!(report.num_classes, labels);
-    for (key, want) in [("logme", "logme"), ("hscore", "hscore"), ("gbc", "gbc_diagonal"), ("transrate", "transrate")] {
+    for (key, want) in
+        [("logme", "logme"), ("hscore", "hscore"), ("gbc", "gbc_diagonal"), ("transrate", "transrate")]
+    {
         close(key, report.scores[key].unwrap(), e[want].as_f64().unwrap(), REL);
     }
 }

@@ -2,7 +2,9 @@
 //! order, so to 1e-9 relative), GBC ≤ 0, and the participation ratio lies in [1, rank].
 
 use calibra_transfer::gbc::{GaussianType, GbcOptions};
-use calibra_transfer::{ClassStats, Covariance, Estimator, Features, ScoreOptions, Targets, gbc, participation_ratio, score};
+use calibra_transfer::{
+    ClassStats, Covariance, Estimator, Features, ScoreOptions, Targets, gbc, participation_ratio, score,
+};
 use proptest::prelude::*;
 
 fn data() -> impl Strategy<Value = (usize, usize, Vec<f64>, Vec<usize>, Vec<usize>)> {
