@@ -37,6 +37,8 @@ enum Command {
     /// Fit one encoder on one dataset (probe, LoRA, full fine-tuning or CoOp) over label fractions and
     /// seeds into a run store: records, predictions per condition, calibrators, the fitted adapter.
     Train(cli::train::TrainArgs),
+    /// Transferability estimators on frozen features (LogME, H-score, GBC, NLEEP, TransRate, ...).
+    Transfer(cli::transfer::TransferArgs),
     /// Combine run stores (e.g. shards) into one; identical duplicates dropped, conflicts refused.
     Merge(cli::merge::MergeArgs),
     /// Regenerate the evaluation report of a run store from its records and saved recipe alone.
@@ -72,6 +74,7 @@ fn run(command: Command) -> Result<()> {
         Command::Run(args) => cli::run::run(&args),
         Command::Train(args) => cli::train::run(&args),
         Command::Merge(args) => cli::merge::run(&args),
+        Command::Transfer(args) => cli::transfer::run(&args),
         Command::Report(args) => cli::report::run(&args),
         Command::ZeroShot(args) => cli::zero_shot::run(&args),
         Command::Pretrain(args) => cli::pretrain::run(&args),

@@ -13,5 +13,6 @@ pub mod pretrain;
 pub mod report;
 pub mod run;
 pub mod train;
+pub mod transfer;
 pub mod weights;
 pub mod zero_shot;
