@@ -34,9 +34,14 @@ pub struct RunSummary {
     pub records_written: usize,
 }
 
-/// The fits of `recipe` that belong to `shard` (all when `None`), in grid order.
+/// The fits of `recipe` that belong to `shard` (all when `None`), in grid order; shards are balanced
+/// by estimated cost over the whole grid (see [`crate::shard`]).
 pub fn shard_fits(recipe: &Recipe, shard: Option<Shard>) -> Vec<FitSpec> {
-    expand(recipe).into_iter().filter(|f| shard.is_none_or(|s| s.contains(&f.key))).collect()
+    let grid = expand(recipe);
+    match shard {
+        None => grid,
+        Some(s) => s.select(recipe, grid),
+    }
 }
 
 /// Runs the grid (see the module docs).
