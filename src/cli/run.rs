@@ -23,7 +23,8 @@ pub struct RunArgs {
     /// Continue a run store that already holds finished fits (skips them; reruns failed ones).
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard I of N (fits whose key hash mod N == I).
+    /// Run only shard I of N (fits assigned to N shards by estimated cost; with --dry-run, every
+    /// shard's estimated cost is printed).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
     /// Stop at the first failed fit (default: record it in journal/failures.jsonl and continue).
@@ -73,7 +74,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let recipe = Recipe::parse(&text, &args.recipe.display().to_string(), options)?;
     let fits = shard_fits(&recipe, args.shard);
     if args.dry_run {
-        let summary = summarize(&recipe, &fits);
+        let mut summary = summarize(&recipe, &fits);
+        if let Some(s) = args.shard {
+            // Every shard's estimated cost, so the balance is visible before submitting N jobs.
+            summary.shards = Some(calibra_run::shard::balance(&recipe, &calibra_run::expand(&recipe), s.count));
+        }
         return match args.format {
             OutputFormat::Json => Ok(emit(&(serde_json::to_string_pretty(&summary)? + "\n"))?),
             OutputFormat::Table => {
