@@ -47,15 +47,28 @@ fn a_sharded_dry_run_prints_every_shards_cost_and_they_are_balanced() {
     let out = calibra(&["run", &recipe, "--dry-run", "--no-check-paths", "--shard", "1/4"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("(shard 1/4)") && stdout.contains("shards (fits assigned by estimated cost"), "{stdout}");
+    assert!(
+        stdout.contains("(shard 1/4)") && stdout.contains("shards (fits assigned by estimated cost"),
+        "{stdout}"
+    );
     for i in 0..4 {
         assert!(stdout.lines().any(|l| l.starts_with(&format!("{i}/4 "))), "shard {i}/4 missing: {stdout}");
     }
-    let json = common::json_of(&["run", &recipe, "--dry-run", "--no-check-paths", "--shard", "1/4", "--format", "json"]);
+    let json = common::json_of(&[
+        "run",
+        &recipe,
+        "--dry-run",
+        "--no-check-paths",
+        "--shard",
+        "1/4",
+        "--format",
+        "json",
+    ]);
     let loads = json["shards"]["loads"].as_array().unwrap();
     assert_eq!((json["shards"]["count"].as_u64(), loads.len()), (Some(4), 4));
     let costs: Vec<f64> = loads.iter().map(|l| l["passes"].as_f64().unwrap()).collect();
-    let (max, min) = (costs.iter().copied().fold(0.0, f64::max), costs.iter().copied().fold(f64::INFINITY, f64::min));
+    let (max, min) =
+        (costs.iter().copied().fold(0.0, f64::max), costs.iter().copied().fold(f64::INFINITY, f64::min));
     assert!(max / min < 1.5, "max/min estimated shard cost {}: {costs:?}", max / min);
     // The summary above the table is shard 1's alone: its cost is shard 1's line.
     assert!((json["total_passes"].as_f64().unwrap() - costs[1]).abs() < 1e-9);

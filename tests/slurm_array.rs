@@ -48,12 +48,21 @@ fn missing_requirements() -> Option<String> {
     let missing: Vec<&str> = BINARIES
         .iter()
         .copied()
-        .filter(|b| !Command::new("sh").args(["-c", &format!("command -v {b}")]).output().is_ok_and(|o| o.status.success()))
+        .filter(|b| {
+            !Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
         .collect();
     if !missing.is_empty() {
-        return Some(format!("Slurm binaries not found: {} (install them with .ci/install-slurm)", missing.join(", ")));
+        return Some(format!(
+            "Slurm binaries not found: {} (install them with .ci/install-slurm)",
+            missing.join(", ")
+        ));
     }
-    let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let uid =
+        Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     if uid.as_deref().ok() != Some("0") {
         return Some("not root: the private slurmd must run as root to start jobs".into());
     }
@@ -81,8 +90,11 @@ fn free_port() -> u16 {
 }
 
 fn sorted_lines(store: &Path) -> Vec<String> {
-    let mut lines: Vec<String> =
-        fs::read_to_string(store.join("runs.jsonl")).unwrap_or_default().lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = fs::read_to_string(store.join("runs.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
     lines.sort();
     lines
 }
@@ -171,13 +183,17 @@ impl Cluster {
         );
         fs::write(&conf, text).unwrap();
         cluster.spawn("slurmctld", Command::new("slurmctld").args(["-D", "-i", "-f"]).arg(&conf));
-        let up = wait_until(Duration::from_secs(30), || cluster.cmd("sinfo").arg("-h").output().is_ok_and(|o| o.status.success()));
+        let up = wait_until(Duration::from_secs(30), || {
+            cluster.cmd("sinfo").arg("-h").output().is_ok_and(|o| o.status.success())
+        });
         assert!(up, "slurmctld did not answer");
         cluster.spawn("slurmd", Command::new("slurmd").args(["-D", "-N", "localhost", "-f"]).arg(&conf));
         let idle = wait_until(Duration::from_secs(60), || {
-            cluster.cmd("sinfo").args(["-h", "-n", "localhost", "-o", "%T"]).output().is_ok_and(|o| {
-                String::from_utf8_lossy(&o.stdout).trim() == "idle"
-            })
+            cluster
+                .cmd("sinfo")
+                .args(["-h", "-n", "localhost", "-o", "%T"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
         });
         assert!(idle, "the node never became idle: {}", cluster.squeue_and_sinfo());
         cluster
@@ -217,7 +233,22 @@ impl Cluster {
     }
 
     fn active_jobs(&self) -> usize {
-        self.jobs().iter().filter(|(_, s)| !["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"].contains(&s.as_str())).count()
+        self.jobs()
+            .iter()
+            .filter(|(_, s)| {
+                ![
+                    "COMPLETED",
+                    "FAILED",
+                    "CANCELLED",
+                    "TIMEOUT",
+                    "OUT_OF_MEMORY",
+                    "NODE_FAIL",
+                    "BOOT_FAIL",
+                    "DEADLINE",
+                ]
+                .contains(&s.as_str())
+            })
+            .count()
     }
 
     fn state(&self, job: &str) -> String {
@@ -233,7 +264,11 @@ impl Cluster {
     /// Waits (bounded) until no job is pending or running.
     fn wait_idle(&self, timeout: Duration, what: &str, work: &Path) {
         if !wait_until(timeout, || self.active_jobs() == 0) {
-            panic!("{what}: jobs still queued after {timeout:?}\n{}\n{}", self.squeue_and_sinfo(), logs(work));
+            panic!(
+                "{what}: jobs still queued after {timeout:?}\n{}\n{}",
+                self.squeue_and_sinfo(),
+                logs(work)
+            );
         }
     }
 }
@@ -242,7 +277,11 @@ impl Cluster {
 fn logs(dir: &Path) -> String {
     let mut out = String::new();
     let mut names: Vec<PathBuf> = fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "log")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "log"))
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     for p in names {
@@ -256,7 +295,10 @@ impl Drop for Cluster {
         // Cancel whatever still runs, then stop the daemons (SIGTERM, SIGKILL after 15 s).
         let _ = self.cmd("scancel").args(["--quiet", "--user=root"]).output();
         wait_until(Duration::from_secs(20), || {
-            self.cmd("squeue").args(["-h", "-t", "running,completing"]).output().is_ok_and(|o| o.stdout.is_empty())
+            self.cmd("squeue")
+                .args(["-h", "-t", "running,completing"])
+                .output()
+                .is_ok_and(|o| o.stdout.is_empty())
         });
         if std::thread::panicking() {
             for name in ["slurmctld.log", "slurmd.log", "munged.log"] {
@@ -333,22 +375,35 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
     };
     let too_big = format!("--mem={}M", cluster.memory_mb * 4);
     let refused = submit(&["--cpus-per-task=1", &too_big, "--time=10:00"], "256M");
-    assert!(!refused.status.success() && text(&refused).contains("shard task can never run"), "{}", text(&refused));
+    assert!(
+        !refused.status.success() && text(&refused).contains("shard task can never run"),
+        "{}",
+        text(&refused)
+    );
     let refused = submit(&TASK_OPTIONS, &format!("{}M", cluster.memory_mb * 4));
     let said = text(&refused);
-    assert!(!refused.status.success() && said.contains("merge + report job can never run") && said.contains("MERGE_MEM"), "{said}");
+    assert!(
+        !refused.status.success()
+            && said.contains("merge + report job can never run")
+            && said.contains("MERGE_MEM"),
+        "{said}"
+    );
     assert_eq!(cluster.jobs(), Vec::new(), "a refused submission queues nothing");
 
     let started = Instant::now();
     let submitted = submit(&TASK_OPTIONS, "256M");
     let said = text(&submitted);
     assert!(submitted.status.success(), "{said}");
-    assert!(said.contains("balance: max/min estimated shard cost") && said.contains("submitted: shard array job"), "{said}");
+    assert!(
+        said.contains("balance: max/min estimated shard cost") && said.contains("submitted: shard array job"),
+        "{said}"
+    );
     cluster.wait_idle(Duration::from_secs(240), "case 1", &work);
     let report = out_dir.join("merged/report/report.md");
     assert!(report.is_file(), "no report at {}\n{}", report.display(), logs(&work));
     assert_eq!(sorted_lines(&out_dir.join("merged")), expected, "merged records differ\n{}", logs(&work));
-    let per_shard: Vec<usize> = (0..3).map(|i| sorted_lines(&out_dir.join(format!("shards/{i}"))).len()).collect();
+    let per_shard: Vec<usize> =
+        (0..3).map(|i| sorted_lines(&out_dir.join(format!("shards/{i}"))).len()).collect();
     assert_eq!(per_shard, vec![36, 36, 36], "18 equal-cost fits over 3 shards: 6 each");
     eprintln!("case 1 (3 shards + merge + report) took {:.1} s", started.elapsed().as_secs_f64());
 
@@ -390,12 +445,20 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
         .and_then(|s| s.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{resumed}"));
-    assert!(already >= before / 6 && already < 6, "the requeued task resumed its store: {resumed} ({before} records before)");
+    assert!(
+        already >= before / 6 && already < 6,
+        "the requeued task resumed its store: {resumed} ({before} records before)"
+    );
     // Nothing duplicated within the shard, nothing lost overall.
     let lines = sorted_lines(&shard1);
     let unique: std::collections::BTreeSet<&String> = lines.iter().collect();
     assert_eq!((lines.len(), unique.len()), (36, 36), "shard 1 after the requeue");
     assert!(out_dir.join("merged/report/report.md").is_file(), "{}", logs(&work));
-    assert_eq!(sorted_lines(&out_dir.join("merged")), expected, "merged records after a requeue\n{}", logs(&work));
+    assert_eq!(
+        sorted_lines(&out_dir.join("merged")),
+        expected,
+        "merged records after a requeue\n{}",
+        logs(&work)
+    );
     drop(cluster);
 }

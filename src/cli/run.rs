@@ -77,7 +77,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let mut summary = summarize(&recipe, &fits);
         if let Some(s) = args.shard {
             // Every shard's estimated cost, so the balance is visible before submitting N jobs.
-            summary.shards = Some(calibra_run::shard::balance(&recipe, &calibra_run::expand(&recipe), s.count));
+            summary.shards =
+                Some(calibra_run::shard::balance(&recipe, &calibra_run::expand(&recipe), s.count));
         }
         return match args.format {
             OutputFormat::Json => Ok(emit(&(serde_json::to_string_pretty(&summary)? + "\n"))?),

@@ -30,8 +30,8 @@ use calibra_crs::{Condition, Regime};
 use serde::Serialize;
 
 use crate::grid::{FeaturePass, FitMethod, FitSpec, feature_passes};
-use crate::shard::ShardBalance;
 use crate::recipe::Recipe;
+use crate::shard::ShardBalance;
 
 /// Counts of one regime.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -148,7 +148,8 @@ impl SetCost {
         }
         if now_trained && !was_trained {
             // A clean pass already counted at the calibration + test rate now covers train too.
-            let clean = FeaturePass { encoder: cell.0.clone(), dataset: cell.1.clone(), condition: Condition::Clean };
+            let clean =
+                FeaturePass { encoder: cell.0.clone(), dataset: cell.1.clone(), condition: Condition::Clean };
             if self.passes.contains(&clean) {
                 features += model.feature_pass(&clean, true) - model.feature_pass(&clean, false);
             }
@@ -170,7 +171,11 @@ impl SetCost {
         let cell = (fit.config.encoder.name.clone(), fit.config.dataset.name.clone());
         if reads_features(fit) {
             for condition in fit.conditions() {
-                self.passes.insert(FeaturePass { encoder: cell.0.clone(), dataset: cell.1.clone(), condition });
+                self.passes.insert(FeaturePass {
+                    encoder: cell.0.clone(),
+                    dataset: cell.1.clone(),
+                    condition,
+                });
             }
         }
         if trains(fit) {
@@ -261,7 +266,8 @@ impl GridSummary {
             }
             let empty = b.count - b.loads.len() as u64;
             if empty > 0 {
-                let _ = writeln!(out, "{empty} more shard(s) with no fit: the grid has fewer fits than shards");
+                let _ =
+                    writeln!(out, "{empty} more shard(s) with no fit: the grid has fewer fits than shards");
             }
             let ratio = b.max_over_min();
             if ratio.is_finite() {

@@ -87,7 +87,8 @@ fn assign_with_costs(recipe: &Recipe, grid: &[FitSpec], count: u64) -> (Vec<u64>
     let mut owner = vec![0u64; grid.len()];
     for (_, i) in order {
         let fit = &grid[i];
-        let after = |s: usize| costs[s].total() + costs[s].added_by(&model, fit) + (fits[s] + 1) as f64 * FIT_FLOOR;
+        let after =
+            |s: usize| costs[s].total() + costs[s].added_by(&model, fit) + (fits[s] + 1) as f64 * FIT_FLOOR;
         let best = (0..n)
             .min_by(|&a, &b| after(a).total_cmp(&after(b)).then(fits[a].cmp(&fits[b])).then(a.cmp(&b)))
             .expect("at least one shard");
@@ -217,7 +218,8 @@ name = "ce"
                 summarize(&recipe, &mine).total_passes
             })
             .collect();
-        let hashed_ratio = hashed.iter().copied().fold(0.0, f64::max) / hashed.iter().copied().fold(f64::INFINITY, f64::min);
+        let hashed_ratio =
+            hashed.iter().copied().fold(0.0, f64::max) / hashed.iter().copied().fold(f64::INFINITY, f64::min);
         assert!(ratio < hashed_ratio, "balanced {ratio} vs hashed {hashed_ratio}");
     }
 
