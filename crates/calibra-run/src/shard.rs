@@ -220,6 +220,9 @@ name = "ce"
             .collect();
         let hashed_ratio =
             hashed.iter().copied().fold(0.0, f64::max) / hashed.iter().copied().fold(f64::INFINITY, f64::min);
+        eprintln!(
+            "max/min estimated shard cost over 4 shards: {ratio:.3} (key hash mod N: {hashed_ratio:.3})"
+        );
         assert!(ratio < hashed_ratio, "balanced {ratio} vs hashed {hashed_ratio}");
     }
 
