@@ -57,7 +57,8 @@ fn break_lock_refuses_a_live_holder_and_breaks_a_dead_one() {
     let (recipe, store) = run_store(dir.path());
     let mut holder = Command::new("sleep").arg("60").stdout(Stdio::null()).spawn().unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let lock = format!("{{\"pid\":{},\"host\":\"{}\",\"started_unix_s\":{}}}\n", holder.id(), host(), now + 1);
+    let lock =
+        format!("{{\"pid\":{},\"host\":\"{}\",\"started_unix_s\":{}}}\n", holder.id(), host(), now + 1);
     std::fs::write(Path::new(&store).join(".lock"), &lock).unwrap();
     let out = calibra(&["run", &recipe, "--out", &store, "--resume", "--break-lock"]);
     assert!(!out.status.success());
@@ -101,9 +102,19 @@ fn merge_repair_rebuilds_a_store_two_processes_wrote() {
 
     let out = calibra(&["merge", "--repair", &store]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains(&format!("{} duplicates dropped", journal.lines().map(|l| {
-        serde_json::from_str::<serde_json::Value>(l).unwrap()["records"].as_u64().unwrap()
-    }).sum::<u64>())), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "{} duplicates dropped",
+            journal
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["records"].as_u64().unwrap()
+                })
+                .sum::<u64>()
+        )),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read(Path::new(&store).join("runs.jsonl")).unwrap(), runs);
     assert_eq!(std::fs::read_to_string(Path::new(&store).join("journal/fits.jsonl")).unwrap(), journal);
     let out = calibra(&["run", &recipe, "--out", &store, "--resume"]);
@@ -128,7 +139,11 @@ fn eval_reads_the_committed_records_of_a_crashed_store() {
     std::fs::write(&runs, &bytes).unwrap();
     let out = calibra(&["eval", &store, "--bootstrap", "0", "--no-stability", "--format", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("past the last committed fit") && stderr(&out).contains("--resume"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("past the last committed fit") && stderr(&out).contains("--resume"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(out.stdout, clean.stdout, "the committed records evaluate as before the crash");
 }
 
@@ -153,7 +168,10 @@ fn eval_refuses_impossible_metrics_and_checks_records_against_predictions() {
     let out = calibra(&["eval", &store, "--bootstrap", "0", "--no-stability"]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("runs.jsonl:2") && err.contains("`macro_auroc` is 5, outside its range [0, 1]"), "{err}");
+    assert!(
+        err.contains("runs.jsonl:2") && err.contains("`macro_auroc` is 5, outside its range [0, 1]"),
+        "{err}"
+    );
     let other = if auroc > 0.5 { 0.25 } else { 0.75 };
     edit(&other.to_string());
     let out = calibra(&["eval", &store, "--bootstrap", "0", "--no-stability"]);
@@ -196,7 +214,11 @@ fn dry_run_refuses_what_can_be_known_up_front() {
         + "\n[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
     let out = dry(&text);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("regimes.zero-shot") && stderr(&out).contains("model_type `vit`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("regimes.zero-shot") && stderr(&out).contains("model_type `vit`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// Weak messages: each gets a clear message.
@@ -208,7 +230,11 @@ fn weak_messages_are_clear() {
     let file = write(dir.path(), "a-file", "x");
     let out = calibra(&["run", &recipe, "--out", &file]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("--out names a run store directory, and this is a file"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--out names a run store directory, and this is a file"),
+        "{}",
+        stderr(&out)
+    );
     // Negative numbers reach the value parsers.
     for (args, needle) in [
         (vec!["--bins", "-1"], "not a number of bins"),
@@ -229,7 +255,8 @@ fn weak_messages_are_clear() {
     // A stale `.report.tmp-PID` left by a killed report is removed by the next one.
     let stale = Path::new(&store).join(".report.tmp-4294967");
     std::fs::create_dir_all(stale.join("figures")).unwrap();
-    let out = calibra(&["eval", &store, "--bootstrap", "0", "--no-stability", "--out", &format!("{store}/report")]);
+    let out =
+        calibra(&["eval", &store, "--bootstrap", "0", "--no-stability", "--out", &format!("{store}/report")]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stale.exists(), "{}", stderr(&out));
     // A one-class folder is a problem, not "problems: none".
@@ -242,7 +269,8 @@ fn weak_messages_are_clear() {
         )
         .unwrap();
     }
-    let out = calibra(&["data", "inspect", &format!("imagefolder:{}", dir.path().join("one-class").display())]);
+    let out =
+        calibra(&["data", "inspect", &format!("imagefolder:{}", dir.path().join("one-class").display())]);
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
     assert!(text.contains("only 1 class (`only`)") && !text.contains("problems: none"), "{text}");
     // A directory given as a CSV.

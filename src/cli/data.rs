@@ -225,8 +225,14 @@ fn inspect(args: &InspectArgs) -> Result<()> {
         .collect();
     if ds.labels.kind != TaskKind::Multilabel {
         let all: Vec<usize> = (0..ds.len()).collect();
-        let present: Vec<&String> =
-            ds.labels.names.iter().zip(ds.class_counts(&all)).filter(|(_, n)| *n > 0).map(|(c, _)| c).collect();
+        let present: Vec<&String> = ds
+            .labels
+            .names
+            .iter()
+            .zip(ds.class_counts(&all))
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, _)| c)
+            .collect();
         if present.len() < 2 {
             problems.push(format!(
                 "only {} class{} ({}): a classifier needs samples of at least 2 classes (an ImageFolder needs \

@@ -4,8 +4,8 @@
 //! disagree (see calibra_run::repair).
 
 use anyhow::Result;
-use calibra_run::{merge_stores, repair_store};
 use calibra_run::store::StoreOptions;
+use calibra_run::{merge_stores, repair_store};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]

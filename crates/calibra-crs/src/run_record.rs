@@ -653,12 +653,17 @@ mod tests {
             (r#""macro_auroc":0.9,"brier":2.5"#, "`brier` is 2.5, outside its range [0, 2]"),
             (r#""macro_auroc":0.9,"nll":-1"#, "`nll` is -1, outside its range >= 0"),
         ] {
-            let text = format!("{}\n{}\n", line("").replace("\"seed\":0", "\"seed\":1"), line("").replace(r#""macro_auroc":0.9"#, value));
+            let text = format!(
+                "{}\n{}\n",
+                line("").replace("\"seed\":0", "\"seed\":1"),
+                line("").replace(r#""macro_auroc":0.9"#, value)
+            );
             let err = parse(&text).unwrap_err().to_string();
             assert!(err.contains("runs.jsonl:2") && err.contains(needle), "{value}: {err}");
         }
         // Edges and unknown metrics are accepted.
-        let ok = line("").replace(r#""macro_auroc":0.9"#, r#""macro_auroc":1.0,"ece":0.0,"delta_auroc":-3.0"#);
+        let ok =
+            line("").replace(r#""macro_auroc":0.9"#, r#""macro_auroc":1.0,"ece":0.0,"delta_auroc":-3.0"#);
         assert_eq!(parse(&ok).unwrap().len(), 1);
     }
 

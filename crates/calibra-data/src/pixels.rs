@@ -166,7 +166,6 @@ mod tests {
         let mut bytes = Vec::new();
         img.to_dynamic().write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png).unwrap();
         assert_eq!(ImageU8::decode(&bytes, "mem").unwrap(), img);
-
     }
 
     #[test]

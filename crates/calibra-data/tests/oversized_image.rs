@@ -55,7 +55,8 @@ fn a_header_claiming_a_huge_size_is_a_decode_error_naming_the_file() {
     assert!(err.contains(&format!("limit of {MAX_IMAGE_SIDE} pixels per side")), "{err}");
     // Within the side limit, above the byte limit (20000 × 20000 × 3 = 1.2 GB > 1 GiB).
     assert!(3 * u64::from(MAX_IMAGE_SIDE).pow(2) > MAX_IMAGE_BYTES);
-    let err = ImageU8::decode(&png_claiming(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE), "big.png").unwrap_err().to_string();
+    let err =
+        ImageU8::decode(&png_claiming(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE), "big.png").unwrap_err().to_string();
     assert!(err.contains("1200000000 bytes decoded"), "{err}");
 }
 

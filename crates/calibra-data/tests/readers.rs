@@ -268,12 +268,18 @@ fn imagefolder_reports_dangling_links_and_unsupported_formats() {
     std::fs::write(dir.path().join("a/notes.txt"), b"not an image").unwrap();
     std::os::unix::fs::symlink(dir.path().join("gone.png"), dir.path().join("b/link.png")).unwrap();
     let spec = format!("imagefolder:{}", dir.path().display());
-    let ds = load_dataset(&DatasetSpec::parse(&spec).unwrap(), &LoadOptions { on_bad_image: BadImagePolicy::Skip })
-        .unwrap();
+    let ds = load_dataset(
+        &DatasetSpec::parse(&spec).unwrap(),
+        &LoadOptions { on_bad_image: BadImagePolicy::Skip },
+    )
+    .unwrap();
     assert_eq!(ds.len(), 2);
     let reasons: Vec<&str> = ds.skipped.iter().map(|s| s.reason.as_str()).collect();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("scan.tif") && r.contains(".tif images are not decoded")), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("scan.tif") && r.contains(".tif images are not decoded")),
+        "{reasons:?}"
+    );
     assert!(reasons.iter().any(|r| r.contains("link.png") && r.contains("symbolic link")), "{reasons:?}");
     let e = load_err(&spec, BadImagePolicy::Fail);
     assert!(e.contains("scan.tif") && e.contains("--on-bad-image skip"), "{e}");

@@ -73,7 +73,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.csv");
         fs::write(&target, "old").unwrap();
-        let err = write_atomically_with(&target, |w| w.write_all(b"new"), |_, _| Err(std::io::Error::other("no rename")));
+        let err = write_atomically_with(
+            &target,
+            |w| w.write_all(b"new"),
+            |_, _| Err(std::io::Error::other("no rename")),
+        );
         assert!(err.unwrap_err().to_string().contains("no rename"));
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "temp file must be cleaned up");

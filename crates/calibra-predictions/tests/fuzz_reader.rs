@@ -39,10 +39,8 @@ fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
 
 fn edit() -> impl Strategy<Value = Edit> {
     // Bytes that matter to a CSV reader are drawn more often than chance would.
-    let byte = prop_oneof![
-        any::<u8>(),
-        prop::sample::select(b",\n\r\"-.eE0123456789 \xef\xbb\xbfNnaIif".to_vec())
-    ];
+    let byte =
+        prop_oneof![any::<u8>(), prop::sample::select(b",\n\r\"-.eE0123456789 \xef\xbb\xbfNnaIif".to_vec())];
     prop_oneof![
         (any::<usize>(), byte.clone()).prop_map(|(i, b)| Edit::Set(i, b)),
         (any::<usize>(), byte).prop_map(|(i, b)| Edit::Insert(i, b)),

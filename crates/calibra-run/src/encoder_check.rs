@@ -228,7 +228,8 @@ mod tests {
         )
     }
 
-    const LORA: &str = "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
+    const LORA: &str =
+        "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
 
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
     /// take it, and an `hf:` id that is not cached.
@@ -246,7 +247,10 @@ mod tests {
         let found = problems(&recipe(&encoders, &format!("{LORA}{zs}")), &cache);
         let joined = found.join("\n");
         assert_eq!(found.len(), 4, "{joined}");
-        assert!(joined.contains("regimes.lora: encoder `dino`") && joined.contains("model_type `dinov2`"), "{joined}");
+        assert!(
+            joined.contains("regimes.lora: encoder `dino`") && joined.contains("model_type `dinov2`"),
+            "{joined}"
+        );
         assert!(joined.contains("regimes.lora: encoder `clip`"), "{joined}");
         assert!(joined.contains("regimes.zero-shot: encoder `vit`") && joined.contains("CLIP"), "{joined}");
         assert!(joined.contains("regimes.zero-shot: encoder `dino`"), "{joined}");
@@ -261,7 +265,9 @@ mod tests {
         let hub = "[[encoders]]\nsource = \"hf:org/tiny\"\n";
         let found = problems(&recipe(hub, LORA), &cache);
         assert!(
-            found.len() == 1 && found[0].starts_with("encoders[0].source") && found[0].contains("not in the local Hugging Face cache"),
+            found.len() == 1
+                && found[0].starts_with("encoders[0].source")
+                && found[0].contains("not in the local Hugging Face cache"),
             "{found:?}"
         );
         let snap = cache.join("models--org--tiny/snapshots/abc");
@@ -271,7 +277,8 @@ mod tests {
         assert!(problems(&recipe(hub, LORA), &cache).is_empty());
         // A prior-only grid reads no encoder: nothing to check.
         let prior = "[regimes.frozen]\nprobes = [\"prior\"]\n";
-        let text = recipe("[[encoders]]\nsource = \"hf:org/absent\"\n", prior).replace("[[losses]]\nname = \"ce\"\n", "");
+        let text = recipe("[[encoders]]\nsource = \"hf:org/absent\"\n", prior)
+            .replace("[[losses]]\nname = \"ce\"\n", "");
         assert!(problems(&text, &cache).is_empty());
     }
 

@@ -207,7 +207,12 @@ mod tests {
         // Another host cannot be checked: the caller's word is taken (a Slurm requeue elsewhere).
         std::fs::write(
             dir.path().join(StoreLock::FILE),
-            format!("{{\"pid\":{},\"host\":\"not-{}\",\"started_unix_s\":{}}}\n", std::process::id(), host_name(), now_unix_s()),
+            format!(
+                "{{\"pid\":{},\"host\":\"not-{}\",\"started_unix_s\":{}}}\n",
+                std::process::id(),
+                host_name(),
+                now_unix_s()
+            ),
         )
         .unwrap();
         assert!(StoreLock::acquire(dir.path(), false).is_err());

@@ -64,8 +64,9 @@ pub fn merge_stores(
         return Err(RunError::Store {
             path: out.to_path_buf(),
             line: None,
-            message: "the output exists and is not a directory (expected a run store directory or a new path)"
-                .into(),
+            message:
+                "the output exists and is not a directory (expected a run store directory or a new path)"
+                    .into(),
         });
     }
     check_conflicts(sources, out)?;
@@ -106,7 +107,11 @@ fn check_conflicts(sources: &[PathBuf], out: &Path) -> Result<(), RunError> {
             let here = format!("{file}:{}", r.line);
             match seen.get(&record_key(&r.record)) {
                 Some((first, metrics)) if *metrics != r.record.metrics => {
-                    return Err(RunError::Conflict { key: describe(&r.record), first: first.clone(), second: here });
+                    return Err(RunError::Conflict {
+                        key: describe(&r.record),
+                        first: first.clone(),
+                        second: here,
+                    });
                 }
                 Some(_) => {}
                 None => {

@@ -23,7 +23,6 @@
 //! On a consistent store it changes nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use calibra_crs::{RunRecord, RunRecordSet};
@@ -31,7 +30,9 @@ use calibra_crs::{RunRecord, RunRecordSet};
 use crate::error::RunError;
 use crate::lock::StoreLock;
 use crate::run_key::FitKey;
-use crate::snapshot::{FITS_JOURNAL, JOURNAL_DIR, JournalEntry, PREDICTIONS_DIR, RUNS_FILE, StoreSnapshot, record_key};
+use crate::snapshot::{
+    FITS_JOURNAL, JOURNAL_DIR, JournalEntry, PREDICTIONS_DIR, RUNS_FILE, StoreSnapshot, record_key,
+};
 
 /// What a repair found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,7 +65,9 @@ pub fn repair_store(dir: &Path, break_lock: bool) -> Result<RepairSummary, RunEr
     }
     let _lock = StoreLock::acquire(dir, break_lock)?;
     if let Ok(snapshot) = StoreSnapshot::read(dir) {
-        if snapshot.runs_len == snapshot.committed_len && snapshot.journal_len == snapshot.journal_complete_len {
+        if snapshot.runs_len == snapshot.committed_len
+            && snapshot.journal_len == snapshot.journal_complete_len
+        {
             return Ok(RepairSummary { records_kept: snapshot.records.len(), ..Default::default() });
         }
     }
@@ -142,7 +145,8 @@ pub fn repair_store(dir: &Path, break_lock: bool) -> Result<RepairSummary, RunEr
             new_runs.extend_from_slice(line);
             new_runs.push(b'\n');
         }
-        let entry = JournalEntry { fit: fit.clone(), start, end: new_runs.len() as u64, records: lines.len() };
+        let entry =
+            JournalEntry { fit: fit.clone(), start, end: new_runs.len() as u64, records: lines.len() };
         new_journal.push_str(&serde_json::to_string(&entry).expect("a journal entry serialises"));
         new_journal.push('\n');
         if announced.get(fit).is_some_and(|&n| n > lines.len()) {
@@ -155,9 +159,11 @@ pub fn repair_store(dir: &Path, break_lock: bool) -> Result<RepairSummary, RunEr
         RunError::Store { path: runs_path.clone(), line: None, message: format!("repair would write: {e}") }
     })?;
 
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let backup = dir.join(JOURNAL_DIR).join(format!("before-repair-{now}"));
-    std::fs::create_dir_all(&backup).map_err(|e| RunError::io(&backup, "cannot create the backup directory", e))?;
+    std::fs::create_dir_all(&backup)
+        .map_err(|e| RunError::io(&backup, "cannot create the backup directory", e))?;
     for (from, name) in [(&runs_path, "runs.jsonl"), (&journal_path, "fits.jsonl")] {
         if from.exists() {
             let to = backup.join(name);

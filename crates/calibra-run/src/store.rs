@@ -302,7 +302,11 @@ impl RunStore {
                         }
                     },
                 )
-                .map_err(|e| RunError::Store { path: path.clone(), line: None, message: e.to_string() })?;
+                .map_err(|e| RunError::Store {
+                    path: path.clone(),
+                    line: None,
+                    message: e.to_string(),
+                })?;
                 out.record.paths.insert("predictions".to_string(), rel);
             }
             let line = serde_json::to_string(&out.record).expect("a run record serialises");

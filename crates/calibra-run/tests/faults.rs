@@ -74,7 +74,8 @@ fn a_disk_full_at_any_byte_then_resume_gives_the_uninterrupted_store() {
     let first: serde_json::Value = serde_json::from_str(journal.lines().next().unwrap()).unwrap();
     let fit = first["fit"].as_str().unwrap();
     let predictions: usize = expected.iter().filter(|(k, _)| k.contains(fit)).map(|(_, v)| v.len()).sum();
-    let per_fit = predictions + first["end"].as_u64().unwrap() as usize + journal.lines().next().unwrap().len() + 1;
+    let per_fit =
+        predictions + first["end"].as_u64().unwrap() as usize + journal.lines().next().unwrap().len() + 1;
     let mut failures_seen = 0;
     for n in (0..per_fit + 8).step_by(5).chain([predictions, predictions + 1, per_fit - 1, per_fit]) {
         let dir = tempfile::tempdir().unwrap();
@@ -83,7 +84,11 @@ fn a_disk_full_at_any_byte_then_resume_gives_the_uninterrupted_store() {
         failures_seen += failed;
         assert_eq!(run(dir.path(), FaultInjection::default()), 0, "resume after a fault at byte {n}");
         let got = files(dir.path());
-        assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "files after byte {n}");
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "files after byte {n}"
+        );
         assert!(got == expected, "contents differ after a fault at byte {n}");
     }
     assert!(failures_seen > 0);

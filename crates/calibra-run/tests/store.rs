@@ -233,9 +233,11 @@ fn repair_refuses_conflicting_duplicates_and_changes_nothing() {
     assert!(matches!(err, RunError::Conflict { .. }), "{err}");
     assert!(err.to_string().contains("runs.jsonl:1") && err.to_string().contains("runs.jsonl:217"), "{err}");
     assert_eq!(std::fs::read_to_string(dir.path().join("runs.jsonl")).unwrap(), broken_runs);
-    assert!(!dir.path().join("journal").read_dir().unwrap().any(|e| e
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .starts_with("before-repair")));
+    assert!(
+        !dir.path().join("journal").read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("before-repair"))
+    );
 }

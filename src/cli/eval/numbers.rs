@@ -31,7 +31,9 @@ pub fn bins_usize(text: &str) -> Result<usize, String> {
 pub fn level(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!("`{text}` is not an interval level: expected a number strictly between 0 and 1, e.g. 0.95")),
+        _ => Err(format!(
+            "`{text}` is not an interval level: expected a number strictly between 0 and 1, e.g. 0.95"
+        )),
     }
 }
 

@@ -94,7 +94,11 @@ pub fn report_disagreements(problems: &[String], strict: bool) -> Result<()> {
     }
     const SHOWN: usize = 10;
     let list: Vec<String> = problems.iter().take(SHOWN).map(|p| format!("  {p}")).collect();
-    let more = if problems.len() > SHOWN { format!("\n  … and {} more", problems.len() - SHOWN) } else { String::new() };
+    let more = if problems.len() > SHOWN {
+        format!("\n  … and {} more", problems.len() - SHOWN)
+    } else {
+        String::new()
+    };
     if strict {
         bail!(
             "{} run record(s) disagree with their predictions files (--strict):\n{}{more}",

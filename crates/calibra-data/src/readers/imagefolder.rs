@@ -28,7 +28,10 @@ fn bad_image_reason(path: &Path) -> Option<String> {
     }
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase)?;
     UNSUPPORTED_IMAGE_EXTENSIONS.contains(&ext.as_str()).then(|| {
-        format!("{}: .{ext} images are not decoded by calibra (PNG and JPEG are); convert it to PNG", path.display())
+        format!(
+            "{}: .{ext} images are not decoded by calibra (PNG and JPEG are); convert it to PNG",
+            path.display()
+        )
     })
 }
 

@@ -64,7 +64,9 @@ pub fn synth_config(spec: &DatasetSpec) -> Result<SynthConfig, DataError> {
         return Err(spec.error("option `n=0`: a synthetic dataset needs n >= 1 samples"));
     }
     if config.size < 28 {
-        return Err(spec.error(format!("option `size={}`: synthetic images are at least 28 pixels", config.size)));
+        return Err(
+            spec.error(format!("option `size={}`: synthetic images are at least 28 pixels", config.size))
+        );
     }
     Ok(config)
 }
@@ -156,7 +158,9 @@ mod tests {
             let err = check_spec_options(&parsed).unwrap_err().to_string();
             assert!(err.contains(needle) && err.contains(spec), "{spec}: {err}");
         }
-        for spec in ["synth:derm?n=40&size=32&seed=3", "csv:/nowhere.csv?task=ordinal", "chexpert:/x?policy=ones"] {
+        for spec in
+            ["synth:derm?n=40&size=32&seed=3", "csv:/nowhere.csv?task=ordinal", "chexpert:/x?policy=ones"]
+        {
             check_spec_options(&DatasetSpec::parse(spec).unwrap()).unwrap();
         }
     }

@@ -120,7 +120,12 @@ fn validation_errors_quote_the_key_and_line() {
         ("spec = \"synth:derm?n=40\"", "spec = \"synth:derm?m=40\"", "datasets[0].spec", "unknown option"),
         // Issue 20 defect 8: the option values are parsed up front, not when the dataset is loaded.
         ("spec = \"synth:derm?n=40\"", "spec = \"synth:derm?n=abc\"", "datasets[0].spec", "n=abc"),
-        ("spec = \"synth:fundus?n=40\"", "spec = \"synth:fundus?size=3\"", "datasets[0].shift[0].spec", "at least 28"),
+        (
+            "spec = \"synth:fundus?n=40\"",
+            "spec = \"synth:fundus?size=3\"",
+            "datasets[0].shift[0].spec",
+            "at least 28",
+        ),
         (
             "spec = \"synth:derm?n=40\"",
             "spec = \"synth:skin\"",
@@ -364,12 +369,21 @@ fn a_missing_top_level_table_is_not_blamed_on_the_first_key() {
     let text: String = BASE
         .split("[[encoders]]")
         .enumerate()
-        .map(|(i, part)| if i == 0 { part.to_string() } else { part.split_once("\n\n").map_or(String::new(), |(_, rest)| rest.to_string()) })
+        .map(|(i, part)| {
+            if i == 0 {
+                part.to_string()
+            } else {
+                part.split_once("\n\n").map_or(String::new(), |(_, rest)| rest.to_string())
+            }
+        })
         .collect();
     assert!(!text.contains("[[encoders]]"), "{text}");
     let err = Recipe::parse(&text, "r.toml", NO_PATHS).unwrap_err().to_string();
     assert!(err.starts_with("r.toml: missing field `encoders`"), "{err}");
-    assert!(err.contains("[[encoders]]") && !err.contains("key `name`") && !err.contains("r.toml:1"), "{err}");
+    assert!(
+        err.contains("[[encoders]]") && !err.contains("key `name`") && !err.contains("r.toml:1"),
+        "{err}"
+    );
 }
 
 /// Issue 20: an encoder path that is a file was reported as "config.json not found".
@@ -379,6 +393,7 @@ fn an_encoder_path_that_is_a_file_is_named_as_such() {
     let file = dir.path().join("model.safetensors");
     std::fs::write(&file, "x").unwrap();
     let text = BASE.replace("checkpoints/beta", &file.display().to_string());
-    let err = Recipe::parse(&text, "r.toml", ValidationOptions { check_paths: true }).unwrap_err().to_string();
+    let err =
+        Recipe::parse(&text, "r.toml", ValidationOptions { check_paths: true }).unwrap_err().to_string();
     assert!(err.contains("encoders[1].source") && err.contains("is a file"), "{err}");
 }
