@@ -77,7 +77,7 @@ fn a_disk_full_at_any_byte_then_resume_gives_the_uninterrupted_store() {
     let per_fit =
         predictions + first["end"].as_u64().unwrap() as usize + journal.lines().next().unwrap().len() + 1;
     let mut failures_seen = 0;
-    for n in (0..per_fit + 8).step_by(5).chain([predictions, predictions + 1, per_fit - 1, per_fit]) {
+    for n in (0..per_fit + 8).step_by(29).chain([predictions, predictions + 1, per_fit - 1, per_fit]) {
         let dir = tempfile::tempdir().unwrap();
         let failed = run(dir.path(), FaultInjection { fail_after_bytes: Some(n as u64), fail_renames: 0 });
         assert!(failed >= 1, "a budget of {n} bytes cannot hold the grid");

@@ -172,10 +172,18 @@ fn adapted_regimes_need_a_loss_and_losses_an_adapted_regime() {
 fn missing_local_paths_are_errors_unless_unchecked() {
     let e = Recipe::parse(BASE, "r.toml", ValidationOptions::default()).unwrap_err().to_string();
     assert!(e.contains("key `encoders[1].source`") && e.contains("does not exist"), "{e}");
-    // hf: ids and synthetic suites are never checked on disk.
-    assert!(!e.contains("encoders[0]") && !e.contains("datasets"), "{e}");
+    // An hf: id a fit reads must be in the local cache (issue 20); synthetic suites are never
+    // checked on disk.
+    assert!(e.contains("encoders[0].source") && e.contains("not in the local Hugging Face cache"), "{e}");
+    assert!(!e.contains("datasets"), "{e}");
     let dir = tempfile::tempdir().unwrap();
-    let text = BASE.replace("checkpoints/beta", &dir.path().display().to_string());
+    for name in ["alpha", "beta"] {
+        std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join("config.json"), r#"{"model_type": "vit"}"#).unwrap();
+    }
+    let text = BASE
+        .replace("checkpoints/beta", &dir.path().join("beta").display().to_string())
+        .replace("hf:org/alpha", &dir.path().join("alpha").display().to_string());
     Recipe::parse(&text, "r.toml", ValidationOptions::default()).unwrap();
     let text = BASE.replace("synth:derm?n=40", "isic2019:/definitely/not/here");
     let e = Recipe::parse(&text, "r.toml", ValidationOptions::default()).unwrap_err().to_string();
