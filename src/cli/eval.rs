@@ -29,6 +29,8 @@
 //! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
 
 mod focus_csv;
+pub mod numbers;
+mod records;
 
 use crate::cli::output::{OutputFormat, emit};
 use crate::cli::weights;
@@ -80,14 +82,14 @@ pub struct EvalArgs {
     /// Save the reference used as versioned JSON.
     #[arg(long, value_name = "REF.json")]
     pub save_reference: Option<PathBuf>,
-    /// Paired-seed bootstrap replicates (0 skips the bootstrap).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    /// Paired-seed bootstrap replicates (0 skips the bootstrap; a warning below 5 replicates per tail).
+    #[arg(long, value_name = "N", default_value_t = 10_000, allow_negative_numbers = true, value_parser = numbers::count)]
     pub bootstrap: usize,
     /// Seed of the bootstrap and of the stability analyses.
-    #[arg(long, value_name = "S", default_value_t = 0)]
+    #[arg(long, value_name = "S", default_value_t = 0, allow_negative_numbers = true, value_parser = numbers::seed)]
     pub seed: u64,
     /// Level of the bootstrap percentile intervals, in (0, 1).
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = 0.95, allow_negative_numbers = true, value_parser = numbers::level)]
     pub level: f64,
     /// Component weights α_D,α_S,α_W (non-negative, summing to 1) [default: 0.60,0.25,0.15].
     #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
@@ -120,9 +122,12 @@ pub struct EvalArgs {
     /// Do not read predictions files for reliability diagrams.
     #[arg(long)]
     pub no_reliability: bool,
-    /// Bins of the reliability diagrams (equal width, right-closed).
-    #[arg(long, default_value_t = 15)]
+    /// Bins of the reliability diagrams (equal width, right-closed), 1 to 10000.
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = numbers::bins_usize)]
     pub bins: usize,
+    /// Make a record whose metrics disagree with its predictions file an error (default: a warning).
+    #[arg(long)]
+    pub strict: bool,
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -149,11 +154,11 @@ pub struct FocusEvalArgs {
     #[arg(long, value_name = "GROUPS.csv")]
     pub groups: Option<PathBuf>,
     /// Groups with fewer samples are reported as skipped in the subgroup and quality gaps.
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 30, allow_negative_numbers = true, value_parser = numbers::count)]
     pub min_group_size: usize,
     /// Paired bootstrap replicates of the adaptation deltas (0: point deltas only). Seeded by --seed,
     /// interval level --level.
-    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    #[arg(long, value_name = "N", default_value_t = 2_000, allow_negative_numbers = true, value_parser = numbers::count)]
     pub delta_bootstrap: usize,
     /// Skip the analyses that read predictions files (subgroup/quality gaps, adaptation deltas).
     #[arg(long)]
@@ -490,6 +495,7 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+    remove_stale_siblings(&parent, &name, out.exists());
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| -> Result<()> {
         if tmp.exists() {
@@ -516,6 +522,32 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
+}
+
+/// Removes what a killed eval or report left beside `out` (named `name`): `.NAME.tmp-PID` directories
+/// of processes that no longer run (checked through `/proc`; nothing is removed where `/proc` is
+/// absent), and `.NAME.old-PID` ones when `out` exists (the swap finished; only the clean-up was cut).
+fn remove_stale_siblings(parent: &Path, name: &str, out_exists: bool) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    if !Path::new("/proc/self").exists() {
+        return removed;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else { return removed };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file.strip_prefix(&format!(".{name}.")) else { continue };
+        let (kind, pid) = match rest.split_once('-') {
+            Some((kind @ ("tmp" | "old"), pid)) => (kind, pid),
+            _ => continue,
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let dead = pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists();
+        if dead && (kind == "tmp" || out_exists) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            eprintln!("removed {}, left by an interrupted run of pid {pid}", entry.path().display());
+            removed.push(entry.path());
+        }
+    }
+    removed
 }
 
 /// How many clean template groups the summary lists before pointing to the files.
@@ -632,7 +664,17 @@ fn summary_table(e: &Evaluation) -> String {
 
 pub fn run(args: &EvalArgs) -> Result<()> {
     let files = record_files(&args.inputs)?;
-    let set = RunRecordSet::from_paths(&files)?;
+    let mut notes = Vec::new();
+    let set = records::read_records(&files, &mut notes)?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    records::report_disagreements(&records::check_against_predictions(&set), args.strict)?;
+    for (flag, b) in [("--bootstrap", args.bootstrap), ("--delta-bootstrap", args.focus.delta_bootstrap)] {
+        if let Some(w) = numbers::bootstrap_warning(b, args.level, flag) {
+            eprintln!("{w}");
+        }
+    }
     let reference = match &args.reference {
         Some(path) => {
             let reference = Reference::load(path)?;

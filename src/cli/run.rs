@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// Stop at the first failed fit (default: record it in journal/failures.jsonl and continue).
     #[arg(long)]
     pub fail_fast: bool,
-    /// Remove the store's lock file first (only when the process named in it is gone).
+    /// Remove the store's lock file first, when the process named in it is gone (refused while that
+    /// process runs on this host; trusted for a holder on another host).
     #[arg(long)]
     pub break_lock: bool,
     /// Do not check that local encoder paths, dataset locations and the reference exist.
@@ -74,6 +75,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let recipe = Recipe::parse(&text, &args.recipe.display().to_string(), options)?;
     let fits = shard_fits(&recipe, args.shard);
     if args.dry_run {
+        if options.check_paths {
+            // What the executors can tell without running anything (checkpoints, datasets' tasks).
+            let executor = crate::executors::RunExecutor::new();
+            let unsupported: Vec<String> = fits
+                .iter()
+                .filter_map(|f| executor.supports(f).err().map(|why| format!("{}: {why}", f.describe())))
+                .collect();
+            if !unsupported.is_empty() {
+                return Err(calibra_run::RunError::Unsupported(unsupported).into());
+            }
+        }
         let mut summary = summarize(&recipe, &fits);
         if let Some(s) = args.shard {
             // Every shard's estimated cost, so the balance is visible before submitting N jobs.
@@ -89,6 +101,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
     }
     let out = args.out.as_ref().expect("clap requires --out without --dry-run");
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "{}: --out names a run store directory, and this is a file; choose a new path or an existing \
+             store",
+            out.display()
+        );
+    }
     execute_recipe(
         &recipe,
         &text,

@@ -54,7 +54,9 @@ pub use pixels::ImageU8;
 pub use preprocess::{
     PreprocessConfig, Tensor3, decode_samples, preprocess_samples, preprocess_samples_cached,
 };
-pub use readers::{BadImagePolicy, LoadOptions, UncertaintyPolicy, load_dataset};
+pub use readers::{
+    BadImagePolicy, LoadOptions, UncertaintyPolicy, check_spec_options, load_dataset, synth_config,
+};
 pub use spec::{DatasetFormat, DatasetSpec};
 pub use split::{PROTOCOL_FRACTIONS, SplitAssignment, SplitConfig, label_fraction, split_dataset};
 pub use synth::{SynthConfig, SynthImageRef, SynthSuite, synth_dataset};
