@@ -128,7 +128,53 @@ def stable_argsort(a, axis=-1, kind=None, order=None, **kw):
     return _ARGSORT(a, axis=axis, kind="stable", order=order, **kw)
 
 
+def read_example(name, multilabel=False):
+    import csv
+    with open(ROOT / "examples" / name) as fh:
+        rows = list(csv.DictReader(fh))
+    cols = [c for c in rows[0] if c.startswith("logit_")]
+    z = np.array([[float(r[c]) for c in cols] for r in rows])
+    if multilabel:
+        t = np.array([[(-1 if r["label_" + c[6:]] == "" else int(r["label_" + c[6:]])) for c in cols] for r in rows])
+        return 1.0 / (1.0 + np.exp(-z)), t, [r["id"] for r in rows]
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True), np.array([int(r["label"]) for r in rows]), [r["id"] for r in rows]
+
+
+def lac_sets(p_cal, y_cal, p_test, alpha):
+    est = Identity().fit(p_cal, y_cal)
+    mapie = SplitConformalClassifier(estimator=est, confidence_level=1 - alpha, conformity_score="lac", prefit=True)
+    mapie.conformalize(p_cal, y_cal)
+    _, mask = mapie.predict_set(p_test)
+    return [" ".join(str(c) for c in np.nonzero(row)[0]) for row in mask[:, :, 0]]
+
+
+def write_examples():
+    """End-to-end LAC sets of `calibra calibrate --method lac` on the shipped examples (no draws needed)."""
+    out_path = ROOT / "tests" / "golden" / "conformal_examples.json"
+    cases = []
+    p_cal, y_cal, _ = read_example("miscalibrated_cal.csv")
+    p_test, _, ids = read_example("miscalibrated_test.csv")
+    for alpha in (0.1, 0.05):
+        cases.append({"cal": "miscalibrated_cal.csv", "test": "miscalibrated_test.csv", "alpha": alpha,
+                      "ids": ids, "set": lac_sets(p_cal, y_cal, p_test, alpha)})
+    p_cal, t_cal, _ = read_example("miscalibrated_multilabel_cal.csv", multilabel=True)
+    p_test, _, ids = read_example("miscalibrated_multilabel_test.csv", multilabel=True)
+    per_label = {}
+    for j in range(p_cal.shape[1]):
+        keep = t_cal[:, j] >= 0
+        two_cal = np.stack([1 - p_cal[keep, j], p_cal[keep, j]], axis=1)
+        two_test = np.stack([1 - p_test[:, j], p_test[:, j]], axis=1)
+        per_label[j] = lac_sets(two_cal, t_cal[keep, j], two_test, 0.1)
+    cases.append({"cal": "miscalibrated_multilabel_cal.csv", "test": "miscalibrated_multilabel_test.csv",
+                  "alpha": 0.1, "ids": ids, "set_per_label": [per_label[j] for j in sorted(per_label)]})
+    out_path.write_text(json.dumps({"generator": "scripts/golden/conformal.py (MAPIE SplitConformalClassifier, lac)",
+                                    "cases": cases}) + "\n")
+    print(f"wrote {out_path}")
+
+
 def main():
+    write_examples()
     unpatched = run(patched=False)
     patched = run(patched=True)
     for a, b in zip(unpatched["cases"], patched["cases"]):

@@ -176,7 +176,50 @@ def shift_case(name, clean, shifted):
             "auroc": float(skm.roc_auc_score(t, s)), "fpr_at_95_tpr": fpr}
 
 
+def read_example(name):
+    import csv
+    with open(ROOT / "examples" / name) as fh:
+        rows = list(csv.DictReader(fh))
+    cols = [c for c in rows[0] if c.startswith("logit_")]
+    z = np.array([[float(r[c]) for c in cols] for r in rows])
+    y = np.array([int(r["label"]) for r in rows])
+    return softmax(z), y
+
+
+def example_case(name):
+    probs, labels = read_example(name)
+    conf = probs.max(axis=1)
+    err = (probs.argmax(axis=1) != labels).astype(np.float64)
+    assert len(np.unique(conf)) == len(conf), name
+    tu = tu_values(probs, labels)
+    ours = areas(conf, err)
+    f, y = relplot.multiclass_logits_to_confidences(probs, labels, probs=True)
+    return {
+        "file": name,
+        "expected": {
+            "aurc": tu["aurc"], "augrc": tu["augrc"], "eaurc": ours["eaurc"],
+            "risk_at_80_coverage": tu["risk_at_80_coverage"], "coverage_at_5_risk": tu["coverage_at_5_risk"],
+            "smooth_ece": float(relplot.smECE(f, y)),
+            "debiased_ece": float(calibration.lower_bound_scaling_ce(
+                probs, labels, p=2, debias=True, num_bins=15, binning_scheme=calibration.get_equal_bins,
+                mode="top-label")),
+        },
+    }
+
+
+def write_examples():
+    out = ROOT / "tests" / "golden" / "selective_examples.json"
+    doc = {"generator": "scripts/golden/selective.py (torch-uncertainty AURC/AUGRC/RiskAt80Cov/CovAt5Risk, "
+                        "numpy E-AURC, relplot smECE, uncertainty-calibration debiased ECE)",
+           "tolerance": 1e-6,
+           "cases": [example_case(n) for n in ("predictions_multiclass.csv", "predictions_binary.csv",
+                                               "miscalibrated_test.csv")]}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def main():
+    write_examples()
     rng = np.random.default_rng(SEED)
     cases = []
     for name, n, k, signal in (("random_k3_n100", 100, 3, 1.5), ("random_k5_n400", 400, 5, 2.5),
