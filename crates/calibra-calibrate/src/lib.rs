@@ -1,7 +1,8 @@
 //! calibra-calibrate: post-hoc calibrators, fitted once on a calibration split and applied anywhere.
 //!
 //! Owns: the [`Calibrator`] trait and its registry ([`calibrator_for`]), one file per method
-//! (temperature, vector, matrix, isotonic, Dirichlet, Platt, per-label multilabel, SaLS), the shared
+//! (temperature, vector, matrix, isotonic, histogram binning, Dirichlet, Platt, per-label multilabel,
+//! SaLS), the shared
 //! affine-softmax model, the numerical optimisers they need ([`optim`]: bounded Brent search and
 //! L-BFGS with a strong-Wolfe line search), and the versioned JSON form of a fitted calibrator
 //! ([`FittedCalibrator`]). Also split conformal prediction sets ([`conformal`]: LAC/THR, APS, RAPS as
@@ -23,6 +24,7 @@ pub mod conformal;
 pub mod coverage;
 pub mod dirichlet;
 mod error;
+pub mod histogram;
 mod input;
 pub mod isotonic;
 pub mod lac;
@@ -47,6 +49,7 @@ pub use conformal::{
 pub use coverage::{SetCoverage, set_coverage};
 pub use dirichlet::{DirichletCalibration, DirichletSelection};
 pub use error::CalibrateError;
+pub use histogram::{HISTOGRAM_DEFAULT_BINS, HistogramBinning, HistogramParams};
 pub use input::MIN_SAMPLES;
 pub use isotonic::{IsotonicCalibration, IsotonicFunction, IsotonicParams};
 pub use matrix::MatrixScaling;

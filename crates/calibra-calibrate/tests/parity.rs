@@ -348,3 +348,25 @@ fn conformal_sets_match_mapie() {
         mismatches.join("\n  ")
     );
 }
+
+/// Histogram binning against netcal 1.4 `HistogramBinning` (`scripts/golden/calibrate_histogram.py`),
+/// including probabilities exactly on bin edges.
+#[test]
+fn histogram_binning_matches_netcal() {
+    let g = golden("histogram.json");
+    let tol = g["tolerance"].as_f64().unwrap();
+    let mut worst: f64 = 0.0;
+    for case in g["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let k = case["k"].as_u64().unwrap() as usize;
+        let bins = case["bins"].as_u64().unwrap() as usize;
+        let cal = table(floats(&case["cal_probs"]), k, ScoreKind::Probability, indices(&case["cal_labels"]));
+        let fitted = HistogramBinning { bins }.fit(&cal).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let test = test_table(floats(&case["test_probs"]), k, ScoreKind::Probability);
+        let got = fitted.apply(&test).unwrap().probabilities();
+        let d = max_abs_diff(&got, &floats(&case["expected"]));
+        worst = worst.max(d);
+        assert!(d <= tol, "{name}: max |Δ| {d:e} vs netcal");
+    }
+    eprintln!("histogram binning: worst |Δ| vs netcal {worst:e}");
+}
