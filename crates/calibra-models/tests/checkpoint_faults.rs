@@ -10,10 +10,12 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
+// The `half` crate's types, as burn re-exports them (a direct `half` dependency would change the
+// workspace's feature resolution and rebuild the whole burn stack).
+use burn::tensor::{bf16, f16};
 use calibra_models::clip::ClipModel;
 use calibra_models::encoder::Encoder;
 use calibra_models::error::ModelError;
-use half::{bf16, f16};
 use safetensors::Dtype;
 use serde_json::Value;
 
@@ -142,6 +144,9 @@ fn embed(dir: &Path, device: &Device) -> Vec<f32> {
     encoder.embed(images(30, device)).unwrap().into_data().to_vec::<f32>().unwrap()
 }
 
+/// The one tensor stored as fp16 among f32 ones.
+const ONE_HALF: &str = "encoder.layer.1.attention.attention.query.weight";
+
 /// Defect 2: fp16, bf16 and f64 checkpoints, and one fp16 tensor among f32 ones, load (they
 /// panicked with a burn-flex dtype mismatch) and give bit-for-bit the features of a float32
 /// checkpoint holding the same values.
@@ -149,14 +154,12 @@ fn embed(dir: &Path, device: &Device) -> Vec<f32> {
 fn half_and_double_precision_checkpoints_give_the_float32_features() {
     let device = Device::flex();
     let original = read_f32(&fixture("vit").join("model.safetensors"));
-    let one_half = "encoder.layer.1.attention.attention.query.weight";
-    assert!(original.iter().any(|t| t.0 == one_half));
-    type Case = (&'static str, Box<dyn Fn(&str) -> Store>);
-    let cases: Vec<Case> = vec![
-        ("fp16", Box::new(|_: &str| Store::F16)),
-        ("bf16", Box::new(|_: &str| Store::Bf16)),
-        ("f64", Box::new(|_: &str| Store::F64)),
-        ("one fp16 tensor", Box::new(move |n: &str| if n == one_half { Store::F16 } else { Store::F32 })),
+    assert!(original.iter().any(|t| t.0 == ONE_HALF));
+    let cases: [(&str, fn(&str) -> Store); 4] = [
+        ("fp16", |_| Store::F16),
+        ("bf16", |_| Store::Bf16),
+        ("f64", |_| Store::F64),
+        ("one fp16 tensor", |n| if n == ONE_HALF { Store::F16 } else { Store::F32 }),
     ];
     for (what, how) in cases {
         let stored = copy_fixture("vit");

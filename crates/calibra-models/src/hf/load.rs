@@ -70,9 +70,12 @@ impl ModuleAdapter for FiniteCheck {
         let label = name.clone();
         bridge::map_data(tensor, name, DType::F32, shape, move |data| {
             let total = data.num_elements();
-            let mut bad = data.iter::<f32>().filter(|v| !v.is_finite());
-            if let Some(first) = bad.next() {
-                let count = 1 + bad.count();
+            let (count, first) = {
+                let mut bad = data.iter::<f32>().filter(|v| !v.is_finite());
+                let first = bad.next();
+                (first.map_or(0, |_| 1 + bad.count()), first)
+            };
+            if let Some(first) = first {
                 let what = format!("{count} of {total} values are not finite (first: {first})");
                 found.lock().unwrap_or_else(|e| e.into_inner()).insert(label.clone(), what);
             }
