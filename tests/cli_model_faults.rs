@@ -32,7 +32,7 @@ fn features(encoder: &Path, out: &Path) -> std::process::Output {
         "--encoder",
         encoder.to_str().unwrap(),
         "--data",
-        "synth:derm?n=12",
+        "synth:derm?n=12&size=32",
         "--split",
         "test",
         "--out",
@@ -95,7 +95,7 @@ fn zero_shot_refuses_non_finite_image_features_naming_the_sample() {
         "--encoder",
         ck.to_str().unwrap(),
         "--data",
-        "synth:derm?n=12",
+        "synth:derm?n=12&size=32",
         "--out",
         out.to_str().unwrap(),
     ]);
