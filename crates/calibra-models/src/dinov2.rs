@@ -65,7 +65,7 @@ impl Dinov2Config {
         let mlp_ratio = cfg.positive_f64_or("mlp_ratio", 4.0)?;
         // Python int(hidden_size * mlp_ratio) truncates toward zero.
         let mlp_hidden = (hidden_size as f64 * mlp_ratio) as usize;
-        if mlp_hidden == 0 || mlp_hidden > crate::hf::config::MAX_SIZE {
+        if !(1..=crate::hf::config::MAX_SIZE).contains(&mlp_hidden) {
             return Err(cfg.invalid(format!(
                 "fields 'hidden_size' = {hidden_size} and 'mlp_ratio' = {mlp_ratio} give an MLP width of \
                  {mlp_hidden}; expected 1 to {}",

@@ -185,7 +185,7 @@ impl HfConfig {
     }
 
     fn check_size(&self, key: &str, v: usize) -> Result<usize, ModelError> {
-        if v == 0 || v > MAX_SIZE {
+        if !(1..=MAX_SIZE).contains(&v) {
             return Err(self.err(format!(
                 "field '{}' must be an integer from 1 to {MAX_SIZE}, found {v}",
                 self.name(key)
