@@ -26,12 +26,13 @@ use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::{read_config, resolve_checkpoint};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::Predictions;
-use calibra_run::baseline::predictions_from_scores;
 use calibra_run::run_key::sha256_hex;
 use calibra_run::{ExecError, FeaturePass, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass};
 
-use super::{RunExecutor, condition_name, feature_condition, fill_slots, shift_spec};
+use super::{
+    RunExecutor, condition_name, feature_condition, fill_slots, predictions_from_scores, shift_spec,
+};
 use crate::cli::zero_shot::{
     IMAGE_BATCH, clip_image_features, mvc_bench_template, prompt_classnames, zero_shot_logits,
 };

@@ -101,6 +101,55 @@ fn failed_fits_are_recorded_apart_and_the_grid_continues_unless_fail_fast() {
     assert_eq!(*failing.calls.borrow(), 5); // 4 logistic fits of the first encoder, then the first knn
 }
 
+/// Every file name under `dir`, recursively (empty when `dir` does not exist).
+fn all_names(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.file_name().to_string_lossy().into_owned());
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(all_names(&entry.path()));
+        }
+    }
+    out
+}
+
+/// Issue 20: a panic inside one fit (here an assertion, as burn's dtype check was) is that fit's
+/// failure record, the grid continues, nothing half-written is left, and `--fail-fast` stops.
+#[test]
+fn a_panicking_fit_is_a_failure_record_and_the_grid_continues_unless_fail_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let panicking = TestExecutor { panic_on: Some("/lora/".into()), ..Default::default() };
+    let s = run_grid(&recipe(), &mut open(dir.path()), &panicking, None, false, &mut NoProgress).unwrap();
+    assert_eq!((s.completed, s.failed.len()), (16, 2));
+    assert!(
+        s.failed[0].1.contains("executor panicked") && s.failed[0].1.contains("simulated panic"),
+        "{:?}",
+        s.failed
+    );
+    let failures = std::fs::read_to_string(dir.path().join("journal/failures.jsonl")).unwrap();
+    assert_eq!(failures.lines().count(), 2);
+    assert!(failures.contains("executor panicked"), "{failures}");
+    assert_eq!(RunRecordSet::from_paths(&[dir.path().join("runs.jsonl")]).unwrap().len(), 16 * 12);
+    let names = [all_names(&dir.path().join("features")), all_names(&dir.path().join("fits"))].concat();
+    assert!(!names.iter().any(|n| n.contains(".tmp")), "half-written outputs left: {names:?}");
+    // Resuming with a working executor runs only the two fits that panicked.
+    let fixed = TestExecutor::default();
+    let s = run_grid(&recipe(), &mut open(dir.path()), &fixed, None, false, &mut NoProgress).unwrap();
+    assert_eq!((s.already_done, s.completed), (16, 2));
+    // --fail-fast stops at the first panicking fit, with the panic as the error.
+    let dir = tempfile::tempdir().unwrap();
+    let panicking = TestExecutor { panic_on: Some("knn".into()), ..Default::default() };
+    let err =
+        run_grid(&recipe(), &mut open(dir.path()), &panicking, None, true, &mut NoProgress).unwrap_err();
+    assert!(
+        matches!(&err, RunError::FitFailed { message, .. } if message.contains("simulated panic")),
+        "{err}"
+    );
+    assert_eq!(*panicking.calls.borrow(), 5);
+    let failures = std::fs::read_to_string(dir.path().join("journal/failures.jsonl")).unwrap();
+    assert_eq!(failures.lines().count(), 1);
+}
+
 #[test]
 fn executor_outputs_that_do_not_match_the_fit_are_failures() {
     let dir = tempfile::tempdir().unwrap();
