@@ -141,7 +141,7 @@ fn images(size: usize, device: &Device) -> Tensor<4> {
 
 fn embed(dir: &Path, device: &Device) -> Vec<f32> {
     let encoder = Encoder::load_dir(dir, device).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    encoder.embed(images(30, device)).unwrap().into_data().to_vec::<f32>().unwrap()
+    encoder.embed(images(30, device)).unwrap().into_data().try_to_vec::<f32>().unwrap()
 }
 
 /// The one tensor stored as fp16 among f32 ones.
@@ -155,7 +155,8 @@ fn half_and_double_precision_checkpoints_give_the_float32_features() {
     let device = Device::flex();
     let original = read_f32(&fixture("vit").join("model.safetensors"));
     assert!(original.iter().any(|t| t.0 == ONE_HALF));
-    let cases: [(&str, fn(&str) -> Store); 4] = [
+    type StoreOf = fn(&str) -> Store;
+    let cases: [(&str, StoreOf); 4] = [
         ("fp16", |_| Store::F16),
         ("bf16", |_| Store::Bf16),
         ("f64", |_| Store::F64),
@@ -190,7 +191,7 @@ fn a_bf16_clip_checkpoint_gives_the_float32_logits() {
             .unwrap()
             .logits_per_image
             .into_data()
-            .to_vec::<f32>()
+            .try_to_vec::<f32>()
             .unwrap()
     };
     assert_eq!(logits(stored.path()), logits(reference.path()));

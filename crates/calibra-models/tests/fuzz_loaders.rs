@@ -191,7 +191,7 @@ proptest! {
         let mut json: Value = serde_json::from_slice(&read(&format!("{family}/config.json"))).unwrap();
         let paths = key_paths(&json);
         for (index, value) in picks {
-            set_path(&mut json, index.get(&paths), value);
+            set_path(&mut json, index.get(paths.as_slice()).as_str(), value);
         }
         let dir = checkpoint(json.to_string().as_bytes(), &read(&format!("{family}/model.safetensors")));
         load_and_run(family, dir.path());
@@ -212,7 +212,7 @@ proptest! {
         let focus = if in_header { header_span(&weights) } else { weights.len() };
         let mut json: Value = serde_json::from_slice(&config).unwrap();
         let paths = key_paths(&json);
-        set_path(&mut json, field.get(&paths), value);
+        set_path(&mut json, field.get(paths.as_slice()).as_str(), value);
         for config_bytes in [mutate(&config, &config_mutations, config.len()), json.to_string().into_bytes()] {
             let dir = tempfile::tempdir().unwrap();
             std::fs::write(dir.path().join("adapter_config.json"), &config_bytes).unwrap();

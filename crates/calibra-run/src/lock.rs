@@ -108,15 +108,15 @@ impl StoreLock {
         let path = dir.join(Self::FILE);
         if break_lock && path.exists() {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            if let Ok(holder) = serde_json::from_str::<LockHolder>(text.trim()) {
-                if holder.alive_on_this_host() {
-                    return Err(RunError::LockHolderAlive {
-                        path: dir.to_path_buf(),
-                        pid: holder.pid,
-                        host: holder.host,
-                        started_unix_s: holder.started_unix_s,
-                    });
-                }
+            if let Ok(holder) = serde_json::from_str::<LockHolder>(text.trim())
+                && holder.alive_on_this_host()
+            {
+                return Err(RunError::LockHolderAlive {
+                    path: dir.to_path_buf(),
+                    pid: holder.pid,
+                    host: holder.host,
+                    started_unix_s: holder.started_unix_s,
+                });
             }
             std::fs::remove_file(&path).map_err(|e| RunError::io(&path, "cannot remove the lock file", e))?;
         }

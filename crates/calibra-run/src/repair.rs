@@ -64,12 +64,11 @@ pub fn repair_store(dir: &Path, break_lock: bool) -> Result<RepairSummary, RunEr
         });
     }
     let _lock = StoreLock::acquire(dir, break_lock)?;
-    if let Ok(snapshot) = StoreSnapshot::read(dir) {
-        if snapshot.runs_len == snapshot.committed_len
-            && snapshot.journal_len == snapshot.journal_complete_len
-        {
-            return Ok(RepairSummary { records_kept: snapshot.records.len(), ..Default::default() });
-        }
+    if let Ok(snapshot) = StoreSnapshot::read(dir)
+        && snapshot.runs_len == snapshot.committed_len
+        && snapshot.journal_len == snapshot.journal_complete_len
+    {
+        return Ok(RepairSummary { records_kept: snapshot.records.len(), ..Default::default() });
     }
     let journal_path = dir.join(FITS_JOURNAL);
     let journal = read_or_empty(&journal_path)?;
