@@ -320,6 +320,23 @@ impl Drop for Cluster {
 }
 
 /// The environment of the array script.
+/// `CALIBRA` for the requeue case: the first attempt (`SLURM_RESTART_COUNT` 0) of array task 1's
+/// `calibra run` is stopped with SIGSTOP as soon as its store holds a committed record; every other
+/// call (other shards, the restarted task, merge, report) runs calibra unchanged.
+const FREEZING_WRAPPER: &str = r#"#!/usr/bin/env bash
+if [ "$1" = run ] && [ "${SLURM_ARRAY_TASK_ID:-}" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then
+  store=""; prev=""
+  for a in "$@"; do [ "$prev" = --out ] && store="$a"; prev="$a"; done
+  "$REAL_CALIBRA" "$@" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null && [ ! -s "$store/runs.jsonl" ]; do sleep 0.002; done
+  kill -STOP "$pid" 2>/dev/null
+  wait "$pid"
+  exit $?
+fi
+exec "$REAL_CALIBRA" "$@"
+"#;
+
 fn script_env(cmd: &mut Command, recipe: &Path, out: &Path) {
     cmd.env("RECIPE", recipe)
         .env("OUT", out)
@@ -411,9 +428,19 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
     let work = root.join("case2");
     fs::create_dir_all(&work).unwrap();
     let out_dir = work.join("out");
+    // The first attempt of shard 1 runs through a wrapper that freezes calibra (SIGSTOP) right after
+    // its first committed fit: the requeue below then lands mid-run however fast the fits are (idle,
+    // shard 1's six `prior` fits took 0.3 s, faster than a poll could suspend it).
+    let wrapper = work.join("calibra-freezing-shard-1");
+    fs::write(&wrapper, FREEZING_WRAPPER).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let mut cmd = cluster.cmd("sbatch");
     cmd.args(["--parsable", "--array=0-2"]).args(TASK_OPTIONS).arg(script()).current_dir(&work);
     script_env(&mut cmd, &recipe, &out_dir);
+    cmd.env("CALIBRA", &wrapper).env("REAL_CALIBRA", env!("CARGO_BIN_EXE_calibra"));
     let sub = cmd.output().unwrap();
     assert!(sub.status.success(), "{}", text(&sub));
     let array = String::from_utf8_lossy(&sub.stdout).trim().to_string();
