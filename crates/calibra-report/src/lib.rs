@@ -12,18 +12,25 @@
 //! assembly ([`eval_report`]) reads calibra-crs's public `Evaluation`.
 #![forbid(unsafe_code)]
 
+mod capped_table;
 mod eval_report;
 mod focus_report;
+mod html;
 mod markdown;
 mod profile_bars;
 mod rank_displacement;
 mod reliability_diagram;
+mod reliability_grid;
 mod svg;
 
-pub use eval_report::{ReliabilityFigure, ReportFile, eval_report};
+pub use eval_report::{
+    ReliabilityFigure, ReportFile, ReportOptions, eval_report, eval_report_with, heading_anchor,
+};
 pub use focus_report::{encoder_analyses_section, focus_section};
+pub use html::report_html;
 pub use markdown::{format_number, markdown_table};
 pub use profile_bars::{ProfileBar, profile_bars};
 pub use rank_displacement::rank_displacement;
 pub use reliability_diagram::reliability_diagram;
+pub use reliability_grid::{GridPanel, reliability_grid};
 pub use svg::Svg;
