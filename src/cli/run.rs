@@ -73,7 +73,14 @@ impl GridProgress {
             );
             bar
         });
-        GridProgress { bar, started: std::time::Instant::now(), total: 0, done: 0, failed: 0, current: String::new() }
+        GridProgress {
+            bar,
+            started: std::time::Instant::now(),
+            total: 0,
+            done: 0,
+            failed: 0,
+            current: String::new(),
+        }
     }
 
     /// `12/340 fits, 0.85 fits/s, ETA 6m 26s, 1 failed`.

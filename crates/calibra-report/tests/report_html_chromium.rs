@@ -13,14 +13,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use calibra_crs::{Condition, Evaluation, EvaluationOptions, Regime, RunRecord, RunRecordSet, BootstrapConfig};
+use calibra_crs::{
+    BootstrapConfig, Condition, Evaluation, EvaluationOptions, Regime, RunRecord, RunRecordSet,
+};
 use calibra_metrics::{Binning, expected_calibration_error, reliability_bins};
 use calibra_report::{ReliabilityFigure, eval_report, report_html};
 
-const ENCODERS: [&str; 6] = ["scratch", "generalist", "derm-specialist", "chest-specialist", "broad-medical", "tiny-clip"];
+const ENCODERS: [&str; 6] =
+    ["scratch", "generalist", "derm-specialist", "chest-specialist", "broad-medical", "tiny-clip"];
 const DATASETS: [&str; 2] = ["derm", "fundus"];
 
-fn record(enc: usize, ds: usize, regime: Regime, probe: &str, cal: &str, frac: f64, seed: u64, condition: Condition) -> RunRecord {
+fn record(
+    enc: usize,
+    ds: usize,
+    regime: Regime,
+    probe: &str,
+    cal: &str,
+    frac: f64,
+    seed: u64,
+    condition: Condition,
+) -> RunRecord {
     // Deterministic, distinct values: quality by encoder, a dataset offset, small seed noise.
     let q = [0.0, 0.03, 0.08, 0.05, 0.07, 0.06][enc] + 0.01 * ds as f64;
     let noise = 0.004 * seed as f64;
@@ -51,7 +63,10 @@ fn record(enc: usize, ds: usize, regime: Regime, probe: &str, cal: &str, frac: f
             ("accuracy".to_string(), auroc - 0.1),
             ("brier".to_string(), 0.3 - 0.2 * q + ece / 4.0),
         ]),
-        paths: BTreeMap::from([("predictions".to_string(), format!("predictions/{enc}-{ds}-{probe}-{cal}-{frac}-{seed}.parquet"))]),
+        paths: BTreeMap::from([(
+            "predictions".to_string(),
+            format!("predictions/{enc}-{ds}-{probe}-{cal}-{frac}-{seed}.parquet"),
+        )]),
         timings: BTreeMap::new(),
         versions: BTreeMap::new(),
     }
@@ -65,14 +80,24 @@ fn study() -> RunRecordSet {
             for seed in 0..3 {
                 for cal in ["none", "temperature"] {
                     for frac in [0.01, 0.05, 0.1, 0.25, 1.0] {
-                        r.push(record(enc, ds, Regime::Frozen, "logistic", cal, frac, seed, Condition::Clean));
+                        r.push(record(
+                            enc,
+                            ds,
+                            Regime::Frozen,
+                            "logistic",
+                            cal,
+                            frac,
+                            seed,
+                            Condition::Clean,
+                        ));
                     }
                     r.push(record(enc, ds, Regime::Frozen, "logistic", cal, 1.0, seed, blur.clone()));
                     if enc < 5 {
                         r.push(record(enc, ds, Regime::Lora, "ce", cal, 1.0, seed, Condition::Clean));
                     } else {
                         for probe in ["ce", "mcm", "zero-shot:P1", "zero-shot:P2"] {
-                            let regime = if probe.starts_with("zero") { Regime::ZeroShot } else { Regime::Coop };
+                            let regime =
+                                if probe.starts_with("zero") { Regime::ZeroShot } else { Regime::Coop };
                             r.push(record(enc, ds, regime, probe, cal, 1.0, seed, Condition::Clean));
                         }
                     }
@@ -92,7 +117,11 @@ fn figures(set: &RunRecordSet) -> Vec<ReliabilityFigure> {
             let r = &l.record;
             let n = 60;
             let conf: Vec<f64> = (0..n).map(|k| 0.35 + 0.6 * ((k * 37 + i) % n) as f64 / n as f64).collect();
-            let outcome: Vec<f64> = conf.iter().enumerate().map(|(k, c)| f64::from(((k * 13 + i) % 100) as f64 / 100.0 < *c - 0.05)).collect();
+            let outcome: Vec<f64> = conf
+                .iter()
+                .enumerate()
+                .map(|(k, c)| f64::from(((k * 13 + i) % 100) as f64 / 100.0 < *c - 0.05))
+                .collect();
             let bins = reliability_bins(&conf, &outcome, 15, Binning::RightClosed);
             ReliabilityFigure {
                 run: format!("{} / {} / {} / seed {}", r.encoder, r.dataset, r.regime, r.seed),
@@ -121,8 +150,11 @@ fn write_report(dir: &Path) -> PathBuf {
     };
     let e = Evaluation::build(&set, &options).unwrap();
     let files = eval_report(&e, &figures(&set));
-    let svgs: BTreeMap<String, String> =
-        files.iter().filter(|f| f.path.ends_with(".svg")).map(|f| (f.path.clone(), f.contents.clone())).collect();
+    let svgs: BTreeMap<String, String> = files
+        .iter()
+        .filter(|f| f.path.ends_with(".svg"))
+        .map(|f| (f.path.clone(), f.contents.clone()))
+        .collect();
     for f in &files {
         let path = dir.join(&f.path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -168,7 +200,10 @@ fn report_html_loads_in_headless_chromium_without_errors_and_with_every_figure_a
     let dir = tempfile::tempdir().unwrap();
     let html = write_report(dir.path());
     let text = std::fs::read_to_string(&html).unwrap();
-    assert!(!text.contains("<script") && !text.contains("http://") && !text.contains("https://"), "self-contained");
+    assert!(
+        !text.contains("<script") && !text.contains("http://") && !text.contains("https://"),
+        "self-contained"
+    );
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     let images = md.lines().filter(|l| l.starts_with("![")).count();
     assert!(images >= 5, "profiles, rank charts and reliability grids: {images}");
@@ -196,7 +231,13 @@ fn report_html_loads_in_headless_chromium_without_errors_and_with_every_figure_a
         assert!(ids.contains(l), "broken internal link #{l}");
     }
     // The frozen-vs-adapted comparison answers every method, none skipped.
-    for method in ["| coop | ce |", "| coop | mcm |", "zero-shot (mean over templates)", "zero-shot (best template)", "| lora | ce |"] {
+    for method in [
+        "| coop | ce |",
+        "| coop | mcm |",
+        "zero-shot (mean over templates)",
+        "zero-shot (best template)",
+        "| lora | ce |",
+    ] {
         assert!(md.contains(method), "{method}");
     }
     assert!(!md.contains("select one in the axis configuration"));
