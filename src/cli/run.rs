@@ -110,7 +110,7 @@ impl GridProgress {
             Some(bar) => {
                 bar.set_position(self.done as u64);
                 bar.set_prefix(format!("{} failed", self.failed));
-                if self.failed > 0 || outcome.starts_with("FAILED") {
+                if outcome.starts_with("FAILED") {
                     bar.println(format!("{}: {outcome}", self.current));
                 }
                 if self.done == self.total {

@@ -639,7 +639,11 @@ pub fn eval_report_with(
             path: path.clone(),
             contents: rank_displacement(&format!("{} → {}", c.a, c.b), &c.a, &c.b, &moves),
         });
-        md.push_str(&format!("\n![{}]({path})\n", c.name));
+        if c.name == "auroc_vs_crs" {
+            md.push_str("\nIts rank-displacement chart is in the [headline figures](#headline-figures).\n");
+        } else {
+            md.push_str(&format!("\n![{}]({path})\n", c.name));
+        }
     }
 
     if !e.substitutions.is_empty() {

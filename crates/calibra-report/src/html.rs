@@ -28,47 +28,41 @@ fn inline(text: &str) -> String {
     let rest = |i: usize| chars[i..].iter().collect::<String>();
     while i < chars.len() {
         let c = chars[i];
-        if c == '`' {
-            if let Some(end) = chars[i + 1..].iter().position(|&x| x == '`') {
-                let code: String = chars[i + 1..i + 1 + end].iter().collect();
-                out.push_str(&format!("<code>{}</code>", escape(&code)));
-                i += end + 2;
-                continue;
-            }
+        if c == '`'
+            && let Some(end) = chars[i + 1..].iter().position(|&x| x == '`')
+        {
+            let code: String = chars[i + 1..i + 1 + end].iter().collect();
+            out.push_str(&format!("<code>{}</code>", escape(&code)));
+            i += end + 2;
+            continue;
         }
-        if c == '*' && chars.get(i + 1) == Some(&'*') {
+        if c == '*'
+            && chars.get(i + 1) == Some(&'*')
+            && let Some(end) = rest(i + 2).find("**")
+        {
             let tail = rest(i + 2);
-            if let Some(end) = tail.find("**") {
-                let inner = &tail[..end];
-                out.push_str(&format!("<strong>{}</strong>", inline(inner)));
-                i += 2 + inner.chars().count() + 2;
-                continue;
-            }
+            let inner = &tail[..end];
+            out.push_str(&format!("<strong>{}</strong>", inline(inner)));
+            i += 2 + inner.chars().count() + 2;
+            continue;
         }
-        if c == '_' && (i == 0 || !chars[i - 1].is_alphanumeric()) {
-            if let Some(end) = chars[i + 1..].iter().position(|&x| x == '_') {
-                let after = chars.get(i + 2 + end);
-                if end > 0 && after.is_none_or(|a| !a.is_alphanumeric()) {
-                    let inner: String = chars[i + 1..i + 1 + end].iter().collect();
-                    out.push_str(&format!("<em>{}</em>", inline(&inner)));
-                    i += end + 2;
-                    continue;
-                }
-            }
+        if c == '_'
+            && (i == 0 || !chars[i - 1].is_alphanumeric())
+            && let Some(end) = chars[i + 1..].iter().position(|&x| x == '_')
+            && end > 0
+            && chars.get(i + 2 + end).is_none_or(|a| !a.is_alphanumeric())
+        {
+            let inner: String = chars[i + 1..i + 1 + end].iter().collect();
+            out.push_str(&format!("<em>{}</em>", inline(&inner)));
+            i += end + 2;
+            continue;
         }
-        if c == '[' {
-            let tail = rest(i);
-            if let Some(mid) = tail.find("](") {
-                if let Some(close) = tail[mid + 2..].find(')') {
-                    let label = &tail[1..mid];
-                    let href = &tail[mid + 2..mid + 2 + close];
-                    if !label.contains('[') {
-                        out.push_str(&format!("<a href=\"{}\">{}</a>", escape(href), inline(label)));
-                        i += tail[..mid + 2 + close + 1].chars().count();
-                        continue;
-                    }
-                }
-            }
+        if c == '['
+            && let Some((label, href, len)) = link_at(&rest(i))
+        {
+            out.push_str(&format!("<a href=\"{}\">{}</a>", escape(&href), inline(&label)));
+            i += len;
+            continue;
         }
         if c == '\\' && chars.get(i + 1) == Some(&'|') {
             out.push('|');
@@ -79,6 +73,18 @@ fn inline(text: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// A `[label](href)` at the start of `tail`: label, href and its length in chars.
+fn link_at(tail: &str) -> Option<(String, String, usize)> {
+    let mid = tail.find("](")?;
+    let close = tail[mid + 2..].find(')')?;
+    let label = &tail[1..mid];
+    if label.contains('[') {
+        return None;
+    }
+    let href = &tail[mid + 2..mid + 2 + close];
+    Some((label.to_string(), href.to_string(), tail[..mid + 2 + close + 1].chars().count()))
 }
 
 /// The cells of one pipe-table line (`| a | b\|c |` → `["a", "b\|c"]`, escapes kept for [`inline`]).
