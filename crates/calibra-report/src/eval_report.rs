@@ -343,7 +343,10 @@ fn summary_section(e: &Evaluation, order: &[usize], tables: &mut Tables, md: &mu
         None => md.push_str("_Fewer than 2 encoders with a discrimination value: no comparison._\n"),
     }
 
-    md.push_str(&format!("\n### {} vs each adapted regime\n\n", e.axes.regime));
+    let base = e.axes.regime.to_string();
+    let capitalised: String =
+        base.chars().take(1).flat_map(char::to_uppercase).chain(base.chars().skip(1)).collect();
+    md.push_str(&format!("\n### {capitalised} vs each adapted regime\n\n"));
     if e.regime_comparisons.is_empty() {
         md.push_str(&format!("_The run set holds no regime other than `{}`._\n", e.axes.regime));
     } else {

@@ -215,7 +215,7 @@ pub fn report_html(md: &str, figures: &BTreeMap<String, String>) -> String {
         .iter()
         .map(|(id, t)| format!("<a href=\"#{}\">{}</a>", escape(id), inline(t)))
         .collect::<Vec<_>>()
-        .join("");
+        .join(" ");
     // The title line first, then the contents bar, then the rest.
     let (title, rest) = match body.find("</h1>\n") {
         Some(end) => body.split_at(end + "</h1>\n".len()),
@@ -252,7 +252,7 @@ mod tests {
         assert!(html.contains("<figure data-source=\"figures/p.svg\"") && !html.contains("<?xml"), "{html}");
         assert!(html.contains("<img src=\"figures/missing.svg\""), "{html}");
         assert!(
-            html.contains("<nav><a href=\"#summary\">Summary</a><a href=\"#notes\">Notes</a></nav>"),
+            html.contains("<nav><a href=\"#summary\">Summary</a> <a href=\"#notes\">Notes</a></nav>"),
             "{html}"
         );
         assert!(html.contains("<li>item</li>") && !html.contains("<script"));
