@@ -118,6 +118,8 @@ fn methods(table: &SeedTable, axes: &AxisConfig, regime: Regime) -> Vec<Pick> {
 }
 
 type CellKey = (String, String);
+/// A cell's (discrimination, −ECE).
+type CellPair = (Option<f64>, Option<f64>);
 
 /// The axis regime vs every method of every other regime of the run set; rank comparisons (≥ 2
 /// encoders) and notes are appended to the given vectors.
@@ -138,7 +140,7 @@ pub(crate) fn regime_comparisons(
         let single = picks.len() == 1;
         for pick in picks {
             // (encoder, dataset) → (discrimination, −ECE) and, per encoder, the chosen template.
-            let mut cells: BTreeMap<CellKey, (Option<f64>, Option<f64>)> = BTreeMap::new();
+            let mut cells: BTreeMap<CellKey, CellPair> = BTreeMap::new();
             let mut chosen: BTreeMap<String, String> = BTreeMap::new();
             let (method, selection, slug) = match &pick {
                 Pick::Probe(p) => {
@@ -148,7 +150,7 @@ pub(crate) fn regime_comparisons(
                     (p.clone(), format!("probe `{p}`"), p.replace([':', '/', ' '], "-"))
                 }
                 Pick::MeanOver(m, probes) => {
-                    let mut per: BTreeMap<CellKey, Vec<(Option<f64>, Option<f64>)>> = BTreeMap::new();
+                    let mut per: BTreeMap<CellKey, Vec<CellPair>> = BTreeMap::new();
                     for p in probes {
                         for c in cells_of(table, means, axes, regime, p)? {
                             per.entry((c.encoder, c.dataset))
@@ -213,8 +215,7 @@ pub(crate) fn regime_comparisons(
                 }
             };
             // Per encoder, matched cells.
-            let mut per_encoder: BTreeMap<String, Vec<(String, &CellAxes, (Option<f64>, Option<f64>))>> =
-                BTreeMap::new();
+            let mut per_encoder: BTreeMap<String, Vec<(String, &CellAxes, CellPair)>> = BTreeMap::new();
             for ((enc, ds), v) in &cells {
                 if let Some(base) = base_by_cell.get(&(enc.clone(), ds.clone())) {
                     per_encoder.entry(enc.clone()).or_default().push((ds.clone(), base, *v));

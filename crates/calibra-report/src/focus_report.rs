@@ -234,6 +234,9 @@ fn favours_adapted(metric: calibra_crs::SampleMetric, delta: f64) -> bool {
     if metric.larger_is_better() { delta > 0.0 } else { delta < 0.0 }
 }
 
+/// Per (regimes, metric): pairs, BH-significant, significant favouring adapted, the point deltas.
+type DeltaTally = (usize, usize, usize, Vec<f64>);
+
 /// The significance level of the adaptation-delta summary (BH-adjusted p).
 const ALPHA: f64 = 0.05;
 
@@ -328,7 +331,7 @@ pub(crate) fn focus_md(f: &FocusReport, tables: &mut Tables) -> String {
             f.bootstrap_seed
         ));
         // Summary per (regimes, metric): pairs, BH-significant, and how many of those favour adapting.
-        let mut summary: std::collections::BTreeMap<(String, &'static str), (usize, usize, usize, Vec<f64>)> =
+        let mut summary: std::collections::BTreeMap<(String, &'static str), DeltaTally> =
             std::collections::BTreeMap::new();
         let mut rows: Vec<(f64, Vec<String>)> = Vec::new();
         for p in &f.adaptation {

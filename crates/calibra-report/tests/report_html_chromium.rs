@@ -23,6 +23,7 @@ const ENCODERS: [&str; 6] =
     ["scratch", "generalist", "derm-specialist", "chest-specialist", "broad-medical", "tiny-clip"];
 const DATASETS: [&str; 2] = ["derm", "fundus"];
 
+#[allow(clippy::too_many_arguments)] // one fixture constructor, every argument a record field
 fn record(
     enc: usize,
     ds: usize,
