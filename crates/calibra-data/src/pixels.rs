@@ -99,7 +99,10 @@ impl ImageU8 {
         limits.max_image_width = Some(MAX_IMAGE_SIDE);
         limits.max_image_height = Some(MAX_IMAGE_SIDE);
         limits.max_alloc = Some(MAX_IMAGE_BYTES);
-        reader.limits(limits);
+        // Reading the header allocates nothing of the image's size; the decoder's own limit error
+        // ("Image size exceeds limit") would not say what the header claims, so check it here first
+        // and hand the limits to the decoder for the decode itself.
+        reader.no_limits();
         let mut decoder = reader.into_decoder().map_err(|e| error(e.to_string()))?;
         let (w, h) = decoder.dimensions();
         if w > MAX_IMAGE_SIDE || h > MAX_IMAGE_SIDE || decoder.total_bytes() > MAX_IMAGE_BYTES {
@@ -109,6 +112,7 @@ impl ImageU8 {
                 decoder.total_bytes()
             )));
         }
+        decoder.set_limits(limits).map_err(|e| error(e.to_string()))?;
         let orientation =
             decoder.orientation().map_err(|e| error(format!("cannot read the EXIF orientation: {e}")))?;
         let mut image = DynamicImage::from_decoder(decoder).map_err(|e| error(e.to_string()))?;

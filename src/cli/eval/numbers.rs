@@ -73,7 +73,7 @@ mod tests {
 
     #[test]
     fn small_bootstraps_are_warned_about() {
-        assert!(bootstrap_warning(1, 0.95, "--bootstrap").unwrap().contains("at least 400"));
+        assert!(bootstrap_warning(1, 0.95, "--bootstrap").unwrap().contains("at least 200"));
         assert!(bootstrap_warning(0, 0.95, "--bootstrap").is_none());
         assert!(bootstrap_warning(1000, 0.95, "--bootstrap").is_none());
     }
