@@ -5,7 +5,13 @@
 //! Output directory layout (`--out DIR`):
 //! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
-//! - `report.md` and `figures/*.svg`;
+//! - `report.md`: a summary page first (leading tier, CRS, AUROC vs CRS, frozen vs each adapted
+//!   method, calibration repair, headline figures), then sections whose long tables show their first
+//!   rows and link the whole table (an analysis CSV here, or `tables/*.csv`);
+//! - `report.html`: the same content as one self-contained page (figures inlined as SVG, no script);
+//! - `figures/*.svg` (and `figures/*.png` with `--figures svg,png`): profiles, rank displacements, and
+//!   one reliability grid per dataset of the clean full-label runs pooled over seeds
+//!   (`--all-diagrams`: one diagram per run record);
 //! - `reference.json`: the reference the CRS was computed against (absent without a CRS);
 //! - `calibration_stability.json` and `calibration_stability.csv`: accuracy, ECE, MCE and ACE
 //!   (`adaptive_ece`) across seeds and across prompt templates, per (encoder, dataset, regime, method,
@@ -46,7 +52,8 @@ use calibra_metrics::{
     Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
 };
 use calibra_predictions::{Targets, read_predictions, write_atomically};
-use calibra_report::{ReliabilityFigure, eval_report};
+use calibra_report::{ReliabilityFigure, ReportOptions, eval_report_with, report_html, svg_to_png};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -59,6 +66,13 @@ pub enum RobustnessArg {
     WithShift,
     /// `1_shift = 0` everywhere.
     CorruptionOnly,
+}
+
+/// `--figures`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FigureFormat {
+    Svg,
+    Png,
 }
 
 #[derive(Debug, clap::Args)]
@@ -128,6 +142,14 @@ pub struct EvalArgs {
     /// Make a record whose metrics disagree with its predictions file an error (default: a warning).
     #[arg(long)]
     pub strict: bool,
+    /// One reliability diagram per run record, instead of one grid per dataset of the chosen slice
+    /// (clean, full labels, pooled over seeds).
+    #[arg(long)]
+    pub all_diagrams: bool,
+    /// Figure formats, comma-separated: svg (always written: report.md and report.html show it) and
+    /// png (each figure also rasterised, with an embedded font).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "svg")]
+    pub figures: Vec<FigureFormat>,
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -271,6 +293,14 @@ fn reliability_figures(set: &RunRecordSet, n_bins: usize) -> Result<Vec<Reliabil
                 "{} / {} / {} / {} / ρ={} / seed {}",
                 r.encoder, r.dataset, r.regime, r.condition, r.label_fraction, r.seed
             ),
+            encoder: r.encoder.clone(),
+            dataset: r.dataset.clone(),
+            regime: r.regime.to_string(),
+            probe: r.probe.clone(),
+            calibrator: r.calibrator.clone(),
+            label_fraction: r.label_fraction,
+            clean: r.condition == calibra_crs::Condition::Clean,
+            seed: r.seed,
             source: rel.clone(),
             ece: expected_calibration_error(&bins, n),
             bins,
@@ -368,6 +398,7 @@ fn output_files(
     e: &Evaluation,
     figures: &[ReliabilityFigure],
     reference_json: Option<String>,
+    layout: &ReportLayout,
 ) -> Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
     let rows = e
@@ -470,7 +501,23 @@ fn output_files(
         (serde_json::to_string_pretty(&e.calibration_stability)? + "\n").into_bytes(),
     ));
     files.extend(focus_csv::focus_csv_files(e)?);
-    for f in eval_report(e, figures) {
+    let report = eval_report_with(e, figures, &layout.options);
+    // report.html: the same Markdown with every SVG figure inlined.
+    let svgs: BTreeMap<String, String> = report
+        .iter()
+        .filter(|f| f.path.ends_with(".svg"))
+        .map(|f| (f.path.clone(), f.contents.clone()))
+        .collect();
+    if let Some(md) = report.iter().find(|f| f.path == "report.md") {
+        files.push(("report.html".to_string(), report_html(&md.contents, &svgs).into_bytes()));
+    }
+    if layout.png {
+        for (path, svg) in &svgs {
+            let png = svg_to_png(svg, 2.0).with_context(|| format!("rasterising {path}"))?;
+            files.push((format!("{}.png", path.trim_end_matches(".svg")), png));
+        }
+    }
+    for f in report {
         files.push((f.path, f.contents.into_bytes()));
     }
     if let Some(json) = reference_json {
@@ -478,6 +525,12 @@ fn output_files(
     }
     files.push(("evaluation.json".to_string(), (serde_json::to_string_pretty(e)? + "\n").into_bytes()));
     Ok(files)
+}
+
+/// How the report files are laid out (`--all-diagrams`, `--figures`).
+struct ReportLayout {
+    options: ReportOptions,
+    png: bool,
 }
 
 /// Write `files` into a fresh temporary sibling of `out`, then rename it to `out` (see the module docs).
@@ -763,7 +816,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         );
     }
     if let Some(out) = &args.out {
-        let files = output_files(&evaluation, &figures, reference.map(Reference::to_json))?;
+        let layout = ReportLayout {
+            options: ReportOptions { all_diagrams: args.all_diagrams, ..ReportOptions::default() },
+            png: args.figures.contains(&FigureFormat::Png),
+        };
+        let files = output_files(&evaluation, &figures, reference.map(Reference::to_json), &layout)?;
         write_output_dir(out, &files, args.force)?;
         eprintln!("wrote {} files to {}", files.len(), out.display());
     }
