@@ -92,7 +92,14 @@ fn writes_every_output_and_they_parse() {
         }
     }
     assert_eq!(std::fs::read_dir(out.join("figures")).unwrap().count(), linked);
-    assert_eq!(report.matches("figures/reliability_").count(), 3);
+    // The three clean full-label isic2019 runs: one reliability grid with three panels (one per encoder).
+    assert_eq!(report.matches("figures/reliability_").count(), 1);
+    let grid = std::fs::read_to_string(out.join("figures/reliability_isic2019.svg")).unwrap();
+    assert_eq!(grid.matches("stroke=\"#888\"").count(), 3, "one framed panel per run");
+    // report.html: the same report, self-contained, every figure inlined.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<figure").count(), linked);
+    assert!(!html.contains("<img") && !html.contains("<script"));
     // No temporary directory is left next to the output.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
 }

@@ -112,7 +112,14 @@ fn fits_the_executor_cannot_run_are_refused_up_front() {
     );
     let recipe = write_recipe(dir.path(), &text);
     let store = dir.path().join("store");
+    // Recipe validation already finds that the hub id is not in the local cache (issue 20).
     let out = calibra(&["run", &recipe, "--out", &store.display().to_string()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("hf:calibra/none") && err.contains("not in the local Hugging Face cache"), "{err}");
+    assert!(!store.exists(), "nothing is created for a recipe that cannot run");
+    // Without path checks, the executor's own check refuses the fits before anything is created.
+    let out = calibra(&["run", &recipe, "--out", &store.display().to_string(), "--no-check-paths"]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(

@@ -62,7 +62,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "ZERO_SHOT_PREDICTIONS")]
     pub zero_shot: Option<PathBuf>,
     /// Bins for ECE in --report.
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::cli::eval::numbers::bins)]
     pub bins: u32,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,

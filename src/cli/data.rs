@@ -48,7 +48,7 @@ pub struct InspectArgs {
     #[command(flatten)]
     pub dataset: DatasetArgs,
     /// Split seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = crate::cli::eval::numbers::seed)]
     pub seed: u64,
     /// Train share (of samples without an official split).
     #[arg(long, default_value_t = 0.70)]
@@ -83,7 +83,7 @@ pub struct PerturbArgs {
     #[arg(long = "perturbation", value_parser = parse_perturbation)]
     pub perturbations: Vec<Perturbation>,
     /// Split seed (which samples form the test split).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = crate::cli::eval::numbers::seed)]
     pub seed: u64,
 }
 
@@ -223,6 +223,26 @@ fn inspect(args: &InspectArgs) -> Result<()> {
             }
         })
         .collect();
+    if ds.labels.kind != TaskKind::Multilabel {
+        let all: Vec<usize> = (0..ds.len()).collect();
+        let present: Vec<&String> = ds
+            .labels
+            .names
+            .iter()
+            .zip(ds.class_counts(&all))
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, _)| c)
+            .collect();
+        if present.len() < 2 {
+            problems.push(format!(
+                "only {} class{} ({}): a classifier needs samples of at least 2 classes (an ImageFolder needs \
+                 one subfolder per class)",
+                present.len(),
+                if present.len() == 1 { "" } else { "es" },
+                present.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
     for r in &split_reports {
         if r.samples == 0 {
             problems.push(format!("the {} split is empty", r.split.name()));

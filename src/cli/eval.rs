@@ -5,7 +5,13 @@
 //! Output directory layout (`--out DIR`):
 //! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
-//! - `report.md` and `figures/*.svg`;
+//! - `report.md`: a summary page first (leading tier, CRS, AUROC vs CRS, frozen vs each adapted
+//!   method, calibration repair, headline figures), then sections whose long tables show their first
+//!   rows and link the whole table (an analysis CSV here, or `tables/*.csv`);
+//! - `report.html`: the same content as one self-contained page (figures inlined as SVG, no script);
+//! - `figures/*.svg` (and `figures/*.png` with `--figures svg,png`): profiles, rank displacements, and
+//!   one reliability grid per dataset of the clean full-label runs pooled over seeds
+//!   (`--all-diagrams`: one diagram per run record);
 //! - `reference.json`: the reference the CRS was computed against (absent without a CRS);
 //! - `calibration_stability.json` and `calibration_stability.csv`: accuracy, ECE, MCE and ACE
 //!   (`adaptive_ece`) across seeds and across prompt templates, per (encoder, dataset, regime, method,
@@ -29,6 +35,8 @@
 //! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
 
 mod focus_csv;
+pub mod numbers;
+mod records;
 
 use crate::cli::output::{OutputFormat, emit};
 use crate::cli::weights;
@@ -44,7 +52,8 @@ use calibra_metrics::{
     Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
 };
 use calibra_predictions::{Targets, read_predictions, write_atomically};
-use calibra_report::{ReliabilityFigure, eval_report};
+use calibra_report::{ReliabilityFigure, ReportOptions, eval_report_with, report_html, svg_to_png};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -57,6 +66,13 @@ pub enum RobustnessArg {
     WithShift,
     /// `1_shift = 0` everywhere.
     CorruptionOnly,
+}
+
+/// `--figures`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FigureFormat {
+    Svg,
+    Png,
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,14 +96,14 @@ pub struct EvalArgs {
     /// Save the reference used as versioned JSON.
     #[arg(long, value_name = "REF.json")]
     pub save_reference: Option<PathBuf>,
-    /// Paired-seed bootstrap replicates (0 skips the bootstrap).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    /// Paired-seed bootstrap replicates (0 skips the bootstrap; a warning below 5 replicates per tail).
+    #[arg(long, value_name = "N", default_value_t = 10_000, allow_negative_numbers = true, value_parser = numbers::count)]
     pub bootstrap: usize,
     /// Seed of the bootstrap and of the stability analyses.
-    #[arg(long, value_name = "S", default_value_t = 0)]
+    #[arg(long, value_name = "S", default_value_t = 0, allow_negative_numbers = true, value_parser = numbers::seed)]
     pub seed: u64,
     /// Level of the bootstrap percentile intervals, in (0, 1).
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = 0.95, allow_negative_numbers = true, value_parser = numbers::level)]
     pub level: f64,
     /// Component weights α_D,α_S,α_W (non-negative, summing to 1) [default: 0.60,0.25,0.15].
     #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
@@ -120,9 +136,20 @@ pub struct EvalArgs {
     /// Do not read predictions files for reliability diagrams.
     #[arg(long)]
     pub no_reliability: bool,
-    /// Bins of the reliability diagrams (equal width, right-closed).
-    #[arg(long, default_value_t = 15)]
+    /// Bins of the reliability diagrams (equal width, right-closed), 1 to 10000.
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = numbers::bins_usize)]
     pub bins: usize,
+    /// Make a record whose metrics disagree with its predictions file an error (default: a warning).
+    #[arg(long)]
+    pub strict: bool,
+    /// One reliability diagram per run record, instead of one grid per dataset of the chosen slice
+    /// (clean, full labels, pooled over seeds).
+    #[arg(long)]
+    pub all_diagrams: bool,
+    /// Figure formats, comma-separated: svg (always written: report.md and report.html show it) and
+    /// png (each figure also rasterised, with an embedded font).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "svg")]
+    pub figures: Vec<FigureFormat>,
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -149,11 +176,11 @@ pub struct FocusEvalArgs {
     #[arg(long, value_name = "GROUPS.csv")]
     pub groups: Option<PathBuf>,
     /// Groups with fewer samples are reported as skipped in the subgroup and quality gaps.
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 30, allow_negative_numbers = true, value_parser = numbers::count)]
     pub min_group_size: usize,
     /// Paired bootstrap replicates of the adaptation deltas (0: point deltas only). Seeded by --seed,
     /// interval level --level.
-    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    #[arg(long, value_name = "N", default_value_t = 2_000, allow_negative_numbers = true, value_parser = numbers::count)]
     pub delta_bootstrap: usize,
     /// Skip the analyses that read predictions files (subgroup/quality gaps, adaptation deltas).
     #[arg(long)]
@@ -266,6 +293,14 @@ fn reliability_figures(set: &RunRecordSet, n_bins: usize) -> Result<Vec<Reliabil
                 "{} / {} / {} / {} / ρ={} / seed {}",
                 r.encoder, r.dataset, r.regime, r.condition, r.label_fraction, r.seed
             ),
+            encoder: r.encoder.clone(),
+            dataset: r.dataset.clone(),
+            regime: r.regime.to_string(),
+            probe: r.probe.clone(),
+            calibrator: r.calibrator.clone(),
+            label_fraction: r.label_fraction,
+            clean: r.condition == calibra_crs::Condition::Clean,
+            seed: r.seed,
             source: rel.clone(),
             ece: expected_calibration_error(&bins, n),
             bins,
@@ -363,6 +398,7 @@ fn output_files(
     e: &Evaluation,
     figures: &[ReliabilityFigure],
     reference_json: Option<String>,
+    layout: &ReportLayout,
 ) -> Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
     let rows = e
@@ -465,7 +501,23 @@ fn output_files(
         (serde_json::to_string_pretty(&e.calibration_stability)? + "\n").into_bytes(),
     ));
     files.extend(focus_csv::focus_csv_files(e)?);
-    for f in eval_report(e, figures) {
+    let report = eval_report_with(e, figures, &layout.options);
+    // report.html: the same Markdown with every SVG figure inlined.
+    let svgs: BTreeMap<String, String> = report
+        .iter()
+        .filter(|f| f.path.ends_with(".svg"))
+        .map(|f| (f.path.clone(), f.contents.clone()))
+        .collect();
+    if let Some(md) = report.iter().find(|f| f.path == "report.md") {
+        files.push(("report.html".to_string(), report_html(&md.contents, &svgs).into_bytes()));
+    }
+    if layout.png {
+        for (path, svg) in &svgs {
+            let png = svg_to_png(svg, 2.0).with_context(|| format!("rasterising {path}"))?;
+            files.push((format!("{}.png", path.trim_end_matches(".svg")), png));
+        }
+    }
+    for f in report {
         files.push((f.path, f.contents.into_bytes()));
     }
     if let Some(json) = reference_json {
@@ -473,6 +525,12 @@ fn output_files(
     }
     files.push(("evaluation.json".to_string(), (serde_json::to_string_pretty(e)? + "\n").into_bytes()));
     Ok(files)
+}
+
+/// How the report files are laid out (`--all-diagrams`, `--figures`).
+struct ReportLayout {
+    options: ReportOptions,
+    png: bool,
 }
 
 /// Write `files` into a fresh temporary sibling of `out`, then rename it to `out` (see the module docs).
@@ -490,6 +548,7 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+    remove_stale_siblings(&parent, &name, out.exists());
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| -> Result<()> {
         if tmp.exists() {
@@ -516,6 +575,32 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
+}
+
+/// Removes what a killed eval or report left beside `out` (named `name`): `.NAME.tmp-PID` directories
+/// of processes that no longer run (checked through `/proc`; nothing is removed where `/proc` is
+/// absent), and `.NAME.old-PID` ones when `out` exists (the swap finished; only the clean-up was cut).
+fn remove_stale_siblings(parent: &Path, name: &str, out_exists: bool) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    if !Path::new("/proc/self").exists() {
+        return removed;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else { return removed };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file.strip_prefix(&format!(".{name}.")) else { continue };
+        let (kind, pid) = match rest.split_once('-') {
+            Some((kind @ ("tmp" | "old"), pid)) => (kind, pid),
+            _ => continue,
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let dead = pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists();
+        if dead && (kind == "tmp" || out_exists) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            eprintln!("removed {}, left by an interrupted run of pid {pid}", entry.path().display());
+            removed.push(entry.path());
+        }
+    }
+    removed
 }
 
 /// How many clean template groups the summary lists before pointing to the files.
@@ -632,7 +717,17 @@ fn summary_table(e: &Evaluation) -> String {
 
 pub fn run(args: &EvalArgs) -> Result<()> {
     let files = record_files(&args.inputs)?;
-    let set = RunRecordSet::from_paths(&files)?;
+    let mut notes = Vec::new();
+    let set = records::read_records(&files, &mut notes)?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    records::report_disagreements(&records::check_against_predictions(&set), args.strict)?;
+    for (flag, b) in [("--bootstrap", args.bootstrap), ("--delta-bootstrap", args.focus.delta_bootstrap)] {
+        if let Some(w) = numbers::bootstrap_warning(b, args.level, flag) {
+            eprintln!("{w}");
+        }
+    }
     let reference = match &args.reference {
         Some(path) => {
             let reference = Reference::load(path)?;
@@ -721,7 +816,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         );
     }
     if let Some(out) = &args.out {
-        let files = output_files(&evaluation, &figures, reference.map(Reference::to_json))?;
+        let layout = ReportLayout {
+            options: ReportOptions { all_diagrams: args.all_diagrams, ..ReportOptions::default() },
+            png: args.figures.contains(&FigureFormat::Png),
+        };
+        let files = output_files(&evaluation, &figures, reference.map(Reference::to_json), &layout)?;
         write_output_dir(out, &files, args.force)?;
         eprintln!("wrote {} files to {}", files.len(), out.display());
     }

@@ -12,7 +12,7 @@ pub struct MetricsArgs {
     pub file: PathBuf,
     /// Number of equal-width bins for ECE, MCE, class-wise ECE and the reliability diagram (and of
     /// equal-mass bins for adaptive ECE).
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::cli::eval::numbers::bins)]
     pub bins: u32,
     /// Which bin a confidence exactly on an inner edge belongs to: `right-closed` (lo, hi] as in
     /// Guo et al. and MVC-Bench; `left-closed` [lo, hi) as netcal; `torchmetrics` [lo, hi) with an

@@ -25,6 +25,12 @@ pub struct ReportArgs {
     /// Summary on stdout: a table, or the whole evaluation as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+    /// One reliability diagram per run record (as `calibra eval --all-diagrams`).
+    #[arg(long)]
+    pub all_diagrams: bool,
+    /// Figure formats, e.g. `svg,png` (as `calibra eval --figures`).
+    #[arg(long, value_name = "svg[,png]")]
+    pub figures: Option<String>,
 }
 
 /// Parses evaluator arguments exactly as `calibra eval` would (every option left out keeps eval's own
@@ -70,6 +76,12 @@ pub fn eval_command_line(args: &ReportArgs) -> Result<Vec<String>> {
     }
     argv.extend(["--robustness".into(), settings.robustness.clone()]);
     argv.extend(["--regime".into(), settings.regime.clone()]);
+    if args.all_diagrams {
+        argv.push("--all-diagrams".into());
+    }
+    if let Some(f) = &args.figures {
+        argv.extend(["--figures".into(), f.clone()]);
+    }
     argv.extend(["--format".into(), if args.format == OutputFormat::Json { "json" } else { "table" }.into()]);
     Ok(argv)
 }

@@ -23,13 +23,15 @@ pub struct RunArgs {
     /// Continue a run store that already holds finished fits (skips them; reruns failed ones).
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard I of N (fits whose key hash mod N == I).
+    /// Run only shard I of N (fits assigned to N shards by estimated cost; with --dry-run, every
+    /// shard's estimated cost is printed).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
     /// Stop at the first failed fit (default: record it in journal/failures.jsonl and continue).
     #[arg(long)]
     pub fail_fast: bool,
-    /// Remove the store's lock file first (only when the process named in it is gone).
+    /// Remove the store's lock file first, when the process named in it is gone (refused while that
+    /// process runs on this host; trusted for a holder on another host).
     #[arg(long)]
     pub break_lock: bool,
     /// Do not check that local encoder paths, dataset locations and the reference exist.
@@ -48,21 +50,106 @@ fn parse_shard(text: &str) -> Result<Shard, String> {
     Shard::parse(text).map_err(|e| e.to_string())
 }
 
-/// Progress lines on stderr.
-struct StderrProgress;
+/// Progress of a grid on stderr: on a terminal an indicatif bar (fits done / total, fits per second,
+/// ETA, the current fit, failures so far); otherwise (a Slurm log, a pipe) one plain line per fit
+/// with the same numbers.
+struct GridProgress {
+    bar: Option<indicatif::ProgressBar>,
+    started: std::time::Instant,
+    total: usize,
+    done: usize,
+    failed: usize,
+    current: String,
+}
 
-impl Progress for StderrProgress {
+impl GridProgress {
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} fits  {per_sec}  ETA {eta}  {prefix}\n  {wide_msg}",
+                )
+                .expect("a valid progress template"),
+            );
+            bar
+        });
+        GridProgress {
+            bar,
+            started: std::time::Instant::now(),
+            total: 0,
+            done: 0,
+            failed: 0,
+            current: String::new(),
+        }
+    }
+
+    /// `12/340 fits, 0.85 fits/s, ETA 6m 26s, 1 failed`.
+    fn counts(&self) -> String {
+        let secs = self.started.elapsed().as_secs_f64();
+        let rate = if secs > 0.0 { self.done as f64 / secs } else { 0.0 };
+        let eta = if rate > 0.0 {
+            let left = ((self.total - self.done.min(self.total)) as f64 / rate).round() as u64;
+            format!("{}m {:02}s", left / 60, left % 60)
+        } else {
+            "unknown".to_string()
+        };
+        format!("{}/{} fits, {rate:.2} fits/s, ETA {eta}, {} failed", self.done, self.total, self.failed)
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn finished_one(&mut self, outcome: String) {
+        self.done += 1;
+        let counts = self.counts();
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.done as u64);
+                bar.set_prefix(format!("{} failed", self.failed));
+                if outcome.starts_with("FAILED") {
+                    bar.println(format!("{}: {outcome}", self.current));
+                }
+                if self.done == self.total {
+                    bar.finish_and_clear();
+                }
+            }
+            None => eprintln!("[{counts}] {}: {outcome}", self.current),
+        }
+    }
+}
+
+impl Progress for GridProgress {
     fn fit_started(&mut self, done: usize, total: usize, fit: &FitSpec) {
-        eprintln!("[{}/{total}] {}", done + 1, fit.describe());
+        if done == 0 {
+            self.started = std::time::Instant::now();
+        }
+        self.total = total;
+        self.current = fit.describe();
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_prefix(format!("{} failed", self.failed));
+            bar.set_message(self.current.clone());
+        }
     }
     fn fit_finished(&mut self, _fit: &FitSpec, records: usize, seconds: f64) {
-        eprintln!("        {records} records in {seconds:.2} s");
+        self.finished_one(format!("{records} records in {seconds:.2} s"));
     }
     fn fit_failed(&mut self, _fit: &FitSpec, error: &str) {
-        eprintln!("        FAILED: {error}");
+        self.failed += 1;
+        self.finished_one(format!("FAILED: {error}"));
     }
     fn message(&mut self, _fit: &FitSpec, text: &str) {
-        eprintln!("        {text}");
+        match &self.bar {
+            Some(bar) => bar.set_message(format!("{}: {text}", self.current)),
+            None => self.line(&format!("        {text}")),
+        }
     }
 }
 
@@ -73,7 +160,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let recipe = Recipe::parse(&text, &args.recipe.display().to_string(), options)?;
     let fits = shard_fits(&recipe, args.shard);
     if args.dry_run {
-        let summary = summarize(&recipe, &fits);
+        if options.check_paths {
+            // What the executors can tell without running anything (checkpoints, datasets' tasks).
+            let executor = crate::executors::RunExecutor::new();
+            let unsupported: Vec<String> = fits
+                .iter()
+                .filter_map(|f| executor.supports(f).err().map(|why| format!("{}: {why}", f.describe())))
+                .collect();
+            if !unsupported.is_empty() {
+                return Err(calibra_run::RunError::Unsupported(unsupported).into());
+            }
+        }
+        let mut summary = summarize(&recipe, &fits);
+        if let Some(s) = args.shard {
+            // Every shard's estimated cost, so the balance is visible before submitting N jobs.
+            summary.shards =
+                Some(calibra_run::shard::balance(&recipe, &calibra_run::expand(&recipe), s.count));
+        }
         return match args.format {
             OutputFormat::Json => Ok(emit(&(serde_json::to_string_pretty(&summary)? + "\n"))?),
             OutputFormat::Table => {
@@ -83,6 +186,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
     }
     let out = args.out.as_ref().expect("clap requires --out without --dry-run");
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "{}: --out names a run store directory, and this is a file; choose a new path or an existing \
+             store",
+            out.display()
+        );
+    }
     execute_recipe(
         &recipe,
         &text,
@@ -102,6 +212,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             out: None,
             bootstrap: None,
             format: OutputFormat::Table,
+            all_diagrams: false,
+            figures: None,
         })?;
         eprintln!(
             "report: {} (and the tables beside it), {:.0} s",
@@ -162,7 +274,7 @@ pub fn execute_recipe(
     }
     store.save_recipe(text)?;
     let summary =
-        run_grid(recipe, &mut store, &executor, options.shard, options.fail_fast, &mut StderrProgress)?;
+        run_grid(recipe, &mut store, &executor, options.shard, options.fail_fast, &mut GridProgress::new())?;
     eprintln!(
         "{}: {} fits ({} already finished, {} run now, {} failed); {} records written; {} records in the store",
         out.display(),

@@ -240,6 +240,8 @@ pub fn recipe_text(args: &TrainArgs) -> Result<String> {
 pub fn run(args: &TrainArgs) -> Result<()> {
     let text = recipe_text(args)?;
     if args.print_recipe {
+        // The printed recipe is one `calibra run` accepts: validated as written (paths aside).
+        Recipe::parse(&text, "the `calibra train` flags", ValidationOptions { check_paths: false })?;
         print!("{text}");
         return Ok(());
     }

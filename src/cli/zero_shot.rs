@@ -134,7 +134,18 @@ pub fn clip_image_features(
         let images = image_batch(dataset, chunk, &pass.preprocess, pass.request.condition)?.to_tensor(device);
         let out = model.image_features(images)?;
         dim = out.dims()[1];
+        let start = features.len();
         features.extend(out.to_data().iter::<f32>());
+        if let Some(at) = features[start..].iter().position(|v| !v.is_finite()) {
+            bail!(
+                "encoder `{}` gave a non-finite image feature ({}) for sample `{}` of `{}`; nothing was \
+                 written (check the checkpoint's weights and the image)",
+                pass.request.encoder,
+                features[start + at],
+                dataset.samples[chunk[at / dim.max(1)]].id,
+                pass.request.data
+            );
+        }
         done += chunk.len();
         progress(done);
     }

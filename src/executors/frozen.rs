@@ -12,11 +12,13 @@ use std::path::Path;
 use calibra_crs::Condition;
 use calibra_data::{Dataset, Split, Target, TaskKind};
 use calibra_probe::{Features, FittedProbe, Probe, Targets};
-use calibra_run::baseline::{predictions_from_scores, split_of};
+use calibra_run::baseline::split_of;
 use calibra_run::{ExecError, FeaturePass, FitSpec, RunContext, RunOutput};
 use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass};
 
-use super::{RunExecutor, condition_name, feature_condition, fill_slots, shift_spec};
+use super::{
+    RunExecutor, condition_name, feature_condition, fill_slots, predictions_from_scores, shift_spec,
+};
 
 /// Fit the probe `probe_name` on features at depth `layer` and predict every missing slot.
 pub(super) fn execute_probe(

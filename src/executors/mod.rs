@@ -19,7 +19,7 @@ use burn::tensor::Device;
 use calibra_crs::{Condition, Regime};
 use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment};
 use calibra_predictions::Predictions;
-use calibra_run::baseline::{BaselineExecutor, predictions_from_scores, slot_output, split_of};
+use calibra_run::baseline::{BaselineExecutor, slot_output, split_of};
 use calibra_run::{ExecError, Executor, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::features::FeatureCondition;
 use calibra_train::trainer::StepReport;
@@ -136,6 +136,26 @@ impl EpochLog {
 
 /// A fitted model's scores (row-major `[rows, K]`) for `rows` of a dataset under a condition.
 type ScoreRows<'a> = dyn FnMut(&Dataset, &[usize], FeatureCondition) -> Result<Vec<f64>, ExecError> + 'a;
+
+/// A fitted model's predictions for `rows` of `dataset` from its row-major `[rows, K]` logits; a
+/// non-finite logit is an error naming the sample (and nothing of the fit is written).
+fn predictions_from_scores(
+    dataset: &Dataset,
+    rows: &[usize],
+    scores: Vec<f64>,
+) -> Result<Predictions, ExecError> {
+    let k = dataset.labels.len().max(1);
+    if let Some(at) = scores.iter().position(|v| !v.is_finite()) {
+        let sample = rows.get(at / k).map_or("?", |&i| dataset.samples[i].id.as_str());
+        return Err(format!(
+            "the model gave a non-finite logit ({}) for sample `{sample}` (class {}); no predictions written",
+            scores[at],
+            at % k
+        )
+        .into());
+    }
+    calibra_run::baseline::predictions_from_scores(dataset, rows, scores)
+}
 
 /// The test-split feature condition of a record condition: a perturbation's, or clean (a shift target
 /// is another dataset's clean test split).

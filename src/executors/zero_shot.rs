@@ -26,12 +26,13 @@ use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::{read_config, resolve_checkpoint};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::Predictions;
-use calibra_run::baseline::predictions_from_scores;
 use calibra_run::run_key::sha256_hex;
 use calibra_run::{ExecError, FeaturePass, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass};
 
-use super::{RunExecutor, condition_name, feature_condition, fill_slots, shift_spec};
+use super::{
+    RunExecutor, condition_name, feature_condition, fill_slots, predictions_from_scores, shift_spec,
+};
 use crate::cli::zero_shot::{
     IMAGE_BATCH, clip_image_features, mvc_bench_template, prompt_classnames, zero_shot_logits,
 };
@@ -228,8 +229,9 @@ spec = "synth:derm?n=40"
 [regimes.zero-shot]
 templates = ["P3", "an image of {}", "P7"]
 "#;
-        let recipe = calibra_run::Recipe::parse(text, "r.toml", calibra_run::ValidationOptions::default())
-            .expect("valid recipe");
+        let recipe =
+            calibra_run::Recipe::parse(text, "r.toml", calibra_run::ValidationOptions { check_paths: false })
+                .expect("valid recipe");
         let fits = calibra_run::expand(&recipe);
         let resolved: Vec<(String, String)> =
             fits.iter().map(|f| template_of(f).map(|(id, t)| (id.to_string(), t)).unwrap()).collect();

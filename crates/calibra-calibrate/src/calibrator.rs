@@ -34,11 +34,12 @@ pub enum Method {
     Dirichlet,
     Platt,
     Sals,
+    Histogram,
 }
 
 impl Method {
     /// Every method, in registry order.
-    pub const ALL: [Method; 7] = [
+    pub const ALL: [Method; 8] = [
         Method::Temperature,
         Method::Vector,
         Method::Matrix,
@@ -46,6 +47,7 @@ impl Method {
         Method::Dirichlet,
         Method::Platt,
         Method::Sals,
+        Method::Histogram,
     ];
 
     /// The registry name (`temperature`, `vector`, ...).
@@ -58,6 +60,7 @@ impl Method {
             Method::Dirichlet => "dirichlet",
             Method::Platt => "platt",
             Method::Sals => "sals",
+            Method::Histogram => "histogram",
         }
     }
 }
@@ -131,6 +134,7 @@ pub enum FittedParams {
     Platt(PlattParams),
     PerLabel(PerLabelParams),
     Sals(SalsParams),
+    Histogram(crate::histogram::HistogramParams),
 }
 
 /// A fitted calibrator: plain data, saved and loaded as JSON.
@@ -173,6 +177,7 @@ impl FittedCalibrator {
             FittedParams::Vector(a) | FittedParams::Matrix(a) => a.apply_logits(predictions),
             FittedParams::Dirichlet(a) => a.apply_log_probabilities(predictions),
             FittedParams::Isotonic(i) => i.apply(predictions),
+            FittedParams::Histogram(h) => h.apply(predictions),
             FittedParams::Platt(p) => p.apply(predictions),
             FittedParams::PerLabel(p) => p.apply(predictions),
             FittedParams::Sals(_) => {
@@ -243,6 +248,7 @@ impl FittedCalibrator {
                 | (Method::Vector, FittedParams::Vector(_))
                 | (Method::Matrix, FittedParams::Matrix(_))
                 | (Method::Isotonic, FittedParams::Isotonic(_))
+                | (Method::Histogram, FittedParams::Histogram(_))
                 | (Method::Dirichlet, FittedParams::Dirichlet(_))
                 | (Method::Platt, FittedParams::Platt(_))
                 | (Method::Sals, FittedParams::Sals(_))
@@ -283,6 +289,7 @@ impl FittedParams {
             FittedParams::Temperature(t) => t.validate(),
             FittedParams::Vector(a) | FittedParams::Matrix(a) | FittedParams::Dirichlet(a) => a.validate(k),
             FittedParams::Isotonic(i) => i.validate(k),
+            FittedParams::Histogram(h) => h.validate(k),
             FittedParams::Platt(p) => p.validate(k),
             FittedParams::PerLabel(p) => p.validate(k),
             FittedParams::Sals(_) => Ok(()),

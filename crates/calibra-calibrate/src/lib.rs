@@ -1,10 +1,12 @@
 //! calibra-calibrate: post-hoc calibrators, fitted once on a calibration split and applied anywhere.
 //!
 //! Owns: the [`Calibrator`] trait and its registry ([`calibrator_for`]), one file per method
-//! (temperature, vector, matrix, isotonic, Dirichlet, Platt, per-label multilabel, SaLS), the shared
+//! (temperature, vector, matrix, isotonic, histogram binning, Dirichlet, Platt, per-label multilabel,
+//! SaLS), the shared
 //! affine-softmax model, the numerical optimisers they need ([`optim`]: bounded Brent search and
 //! L-BFGS with a strong-Wolfe line search), and the versioned JSON form of a fitted calibrator
-//! ([`FittedCalibrator`]).
+//! ([`FittedCalibrator`]). Also split conformal prediction sets ([`conformal`]: LAC/THR, APS, RAPS as
+//! MAPIE 1.6 computes them) and their coverage and size ([`coverage`]).
 //!
 //! Formulas and reference implementations: `shared/spec/calibration-metrics-transfer.md` §B (and §A5
 //! for SaLS). Parity with sklearn / scipy / dirichletcal is proven by golden vectors in `tests/golden/`
@@ -15,16 +17,22 @@
 #![forbid(unsafe_code)]
 
 pub mod affine;
+pub mod aps;
 mod blocks;
 mod calibrator;
+pub mod conformal;
+pub mod coverage;
 pub mod dirichlet;
 mod error;
+pub mod histogram;
 mod input;
 pub mod isotonic;
+pub mod lac;
 pub mod matrix;
 pub mod optim;
 pub mod per_label;
 pub mod platt;
+pub mod raps;
 mod registry;
 pub mod sals;
 pub mod temperature;
@@ -34,8 +42,14 @@ pub use affine::{AffineForm, AffineInput, AffineModel, AffineParams, Regulariser
 pub use calibrator::{
     Calibrator, FORMAT_VERSION, FitReport, FitWarning, FittedCalibrator, FittedParams, Method,
 };
+pub use conformal::{
+    CONFORMAL_METHODS, ConformalMethod, ConformalPredictor, LastLabel, conformal_quantile, fit_multilabel,
+    predict_multilabel, quantile_index, uniform_draws,
+};
+pub use coverage::{SetCoverage, set_coverage};
 pub use dirichlet::{DirichletCalibration, DirichletSelection};
 pub use error::CalibrateError;
+pub use histogram::{HISTOGRAM_DEFAULT_BINS, HistogramBinning, HistogramParams};
 pub use input::MIN_SAMPLES;
 pub use isotonic::{IsotonicCalibration, IsotonicFunction, IsotonicParams};
 pub use matrix::MatrixScaling;

@@ -70,5 +70,6 @@ pub fn calibrator_for(
         }
         Method::Platt => Box::new(PlattScaling { score: options.platt_score }),
         Method::Sals => Box::new(Sals),
+        Method::Histogram => Box::new(crate::histogram::HistogramBinning::default()),
     })
 }

@@ -287,3 +287,86 @@ fn dirichlet_matches_dirichletcal_full_dirichlet_calibrator() {
         "dirichlet: max |Δq| vs dirichletcal 0.5.3 = {worst_lib:e}, vs scipy oracle = {worst_oracle:e}"
     );
 }
+
+/// Split conformal sets (LAC, APS with each `include_last_label`, RAPS with fixed λ and k_reg) against
+/// MAPIE 1.6 (`scripts/golden/conformal.py`): the quantile within 1e-12, every set exactly, and the
+/// coverage / mean set size of MAPIE's metric functions.
+#[test]
+fn conformal_sets_match_mapie() {
+    let g = golden("conformal.json");
+    let tol = g["tolerance"]["quantile"].as_f64().unwrap();
+    let cases = g["cases"].as_array().unwrap();
+    let mut mismatches = Vec::new();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let data = &g["data"][case["data"].as_str().unwrap()];
+        let k = data["k"].as_u64().unwrap() as usize;
+        let last: LastLabel = case["last_label"].as_str().unwrap().parse().unwrap();
+        let method = ConformalMethod::parse_name(
+            case["method"].as_str().unwrap(),
+            last,
+            case["lambda"].as_f64().unwrap(),
+            case["k_reg"].as_u64().unwrap() as usize,
+        )
+        .unwrap();
+        let alpha = case["alpha"].as_f64().unwrap();
+        let fitted = ConformalPredictor::fit(
+            method,
+            &floats(&data["cal_probs"]),
+            k,
+            &indices(&data["cal_labels"]),
+            alpha,
+            &floats(&data["cal_draws"]),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let q = case["quantile"].as_f64().unwrap();
+        if (fitted.quantile - q).abs() > tol {
+            mismatches.push(format!("{name}: quantile {} vs MAPIE {q}", fitted.quantile));
+        }
+        let sets = fitted.predict(&floats(&data["test_probs"]), k, &floats(&data["test_draws"])).unwrap();
+        let want: Vec<Vec<usize>> = case["sets"].as_array().unwrap().iter().map(indices).collect();
+        for (i, (got, want)) in sets.iter().zip(&want).enumerate() {
+            if got != want {
+                mismatches.push(format!("{name}: row {i}: set {got:?} vs MAPIE {want:?}"));
+            }
+        }
+        let cov = set_coverage(&sets, &indices(&data["test_labels"]), k);
+        for (what, got, want) in [
+            ("coverage", cov.coverage, case["coverage"].as_f64().unwrap()),
+            ("mean set size", cov.mean_set_size, case["mean_set_size"].as_f64().unwrap()),
+        ] {
+            if (got - want).abs() > 1e-12 {
+                mismatches.push(format!("{name}: {what} {got} vs MAPIE {want}"));
+            }
+        }
+    }
+    assert!(cases.len() >= 50, "only {} conformal cases", cases.len());
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatch(es) with MAPIE:\n  {}",
+        mismatches.len(),
+        mismatches.join("\n  ")
+    );
+}
+
+/// Histogram binning against netcal 1.4 `HistogramBinning` (`scripts/golden/calibrate_histogram.py`),
+/// including probabilities exactly on bin edges.
+#[test]
+fn histogram_binning_matches_netcal() {
+    let g = golden("histogram.json");
+    let tol = g["tolerance"].as_f64().unwrap();
+    let mut worst: f64 = 0.0;
+    for case in g["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let k = case["k"].as_u64().unwrap() as usize;
+        let bins = case["bins"].as_u64().unwrap() as usize;
+        let cal = table(floats(&case["cal_probs"]), k, ScoreKind::Probability, indices(&case["cal_labels"]));
+        let fitted = HistogramBinning { bins }.fit(&cal).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let test = test_table(floats(&case["test_probs"]), k, ScoreKind::Probability);
+        let got = fitted.apply(&test).unwrap().probabilities();
+        let d = max_abs_diff(&got, &floats(&case["expected"]));
+        worst = worst.max(d);
+        assert!(d <= tol, "{name}: max |Δ| {d:e} vs netcal");
+    }
+    eprintln!("histogram binning: worst |Δ| vs netcal {worst:e}");
+}

@@ -19,9 +19,10 @@
 //!    reference (then the intervals describe the run set's panel CRS, and `bootstrap.encoders[].crs` is
 //!    that panel CRS, not the saved-reference CRS).
 //! 5. **Rank comparisons** ([`compare_rankings`]): clean discrimination (mean clean macro-AUROC over the
-//!    encoder's cells) vs CRS; and for every other regime present, frozen vs that regime on the encoders
-//!    observed in both, by discrimination and by `−ECE` (larger is better), each over at least 2
-//!    encoders.
+//!    encoder's cells) vs CRS; and for every other regime present, frozen vs each method of that regime
+//!    (each probe / loss on its own; template probes as their mean and their best template) on the
+//!    matched cells, by discrimination and by `−ECE` (larger is better), each over at least 2 encoders
+//!    ([`crate::regime_comparison`]; the per-encoder values are kept with any number of encoders).
 //! 6. **Estimator substitution** (spec §5.5): the CRS recomputed (reference rebuilt on the panel) with
 //!    corruption-only robustness, and with `adaptive_ece` / `brier` as the calibration metric where the
 //!    run records carry those metrics; each compared with the primary CRS ranking. A substitution whose
@@ -62,6 +63,7 @@ use crate::metric_rows::SeedTable;
 use crate::profile::{AXES, Axis, Profile};
 use crate::rank_compare::{RankComparison, compare_rankings};
 use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale};
+use crate::regime_comparison::RegimeComparison;
 use crate::run_record::{Condition, Regime, RunRecordSet};
 use crate::score::{ComponentWeights, ScoreWeights, ordinal_ranks};
 use crate::stability::{StabilityConfig, StabilityReport, stability};
@@ -296,6 +298,9 @@ pub struct Evaluation {
     pub crs: Vec<EncoderCrs>,
     pub bootstrap: Option<BootstrapResult>,
     pub rank_comparisons: Vec<NamedComparison>,
+    /// The axis regime vs every method of every other regime, on matched cells
+    /// ([`crate::regime_comparison`]): what the report's summary shows.
+    pub regime_comparisons: Vec<RegimeComparison>,
     pub substitutions: Vec<Substitution>,
     pub correlations: Vec<Correlation>,
     pub per_domain: Vec<DomainCrs>,
@@ -487,6 +492,7 @@ impl Evaluation {
                     crs: Vec::new(),
                     bootstrap: None,
                     rank_comparisons: Vec::new(),
+                    regime_comparisons: Vec::new(),
                     substitutions: Vec::new(),
                     correlations: Vec::new(),
                     per_domain: Vec::new(),
@@ -604,47 +610,15 @@ impl Evaluation {
                 comparison: compare_rankings(&disc, &crs_named)?,
             });
         }
-        for &regime in &input.regimes {
-            if regime == options.axes.regime {
-                continue;
-            }
-            let other_axes = AxisConfig { regime, probe: None, ..options.axes.clone() };
-            let other = match plan_profiles(&table, means, &other_axes) {
-                Ok((_, _, p)) => p,
-                Err(e) => {
-                    notes.push(format!("{} vs {regime} comparison skipped: {e}", options.axes.regime));
-                    continue;
-                }
-            };
-            for (axis, label) in [
-                (Axis::Discrimination, options.axes.discrimination_metric.clone()),
-                (Axis::Calibration, format!("-{}", options.axes.calibration_metric)),
-            ] {
-                let b: Vec<(String, f64)> =
-                    other.iter().filter_map(|p| Some((p.encoder.clone(), p.get(axis)?))).collect();
-                let a: Vec<(String, f64)> = profiles
-                    .iter()
-                    .filter(|p| b.iter().any(|(n, _)| *n == p.encoder))
-                    .filter_map(|p| Some((p.encoder.clone(), p.get(axis)?)))
-                    .collect();
-                let b: Vec<(String, f64)> =
-                    b.into_iter().filter(|(n, _)| a.iter().any(|(m, _)| m == n)).collect();
-                if a.len() < 2 {
-                    notes.push(format!(
-                        "{} vs {regime} by {}: fewer than 2 encoders observed in both regimes",
-                        options.axes.regime,
-                        axis.name()
-                    ));
-                    continue;
-                }
-                rank_comparisons.push(NamedComparison {
-                    name: format!("{}_vs_{}_{}", options.axes.regime, regime, axis.name()),
-                    a: format!("{label} ({})", options.axes.regime),
-                    b: format!("{label} ({regime})"),
-                    comparison: compare_rankings(&a, &b)?,
-                });
-            }
-        }
+        let regime_comparisons = crate::regime_comparison::regime_comparisons(
+            &table,
+            means,
+            &options.axes,
+            &cells,
+            &input.regimes,
+            &mut rank_comparisons,
+            &mut notes,
+        )?;
 
         // Estimator substitutions (reference rebuilt on the panel each time).
         let panel_config =
@@ -775,6 +749,7 @@ impl Evaluation {
             crs,
             bootstrap,
             rank_comparisons,
+            regime_comparisons,
             substitutions,
             correlations,
             per_domain,
@@ -883,6 +858,69 @@ mod tests {
         assert_eq!(c.comparison.reversals, 3);
         assert!(e.rank_comparisons.iter().any(|c| c.name == "auroc_vs_crs"));
         assert_eq!(e.substitutions[0].estimator, "robustness=corruption-only");
+    }
+
+    #[test]
+    fn every_coop_loss_and_both_template_choices_are_compared_with_frozen() {
+        let mut records: Vec<RunRecord> = set(None).records().iter().map(|l| l.record.clone()).collect();
+        for seed in 0..3u64 {
+            for (enc, probe, auroc) in
+                [("a", "ce", 0.8), ("b", "ce", 0.85), ("a", "mcm", 0.81), ("b", "mcm", 0.79)]
+            {
+                let mut r = rec(enc, Regime::Coop, 1.0, seed, Condition::Clean, auroc, 0.05);
+                r.probe = probe.into();
+                records.push(r);
+            }
+            // One CLIP-like encoder with two templates: P2 is the better one.
+            for (probe, auroc, ece) in [("zero-shot:P1", 0.6, 0.25), ("zero-shot:P2", 0.7, 0.125)] {
+                let mut r = rec("a", Regime::ZeroShot, 1.0, seed, Condition::Clean, auroc, ece);
+                r.probe = probe.into();
+                records.push(r);
+            }
+        }
+        let set = RunRecordSet::from_records(records, "mem").unwrap();
+        let e = Evaluation::build(&set, &options(10)).unwrap();
+        let methods: Vec<(Regime, &str)> =
+            e.regime_comparisons.iter().map(|c| (c.regime, c.method.as_str())).collect();
+        assert_eq!(
+            methods,
+            [
+                (Regime::Lora, "p"),
+                (Regime::Coop, "ce"),
+                (Regime::Coop, "mcm"),
+                (Regime::ZeroShot, "zero-shot (mean over templates)"),
+                (Regime::ZeroShot, "zero-shot (best template)"),
+            ]
+        );
+        assert!(!e.notes.iter().any(|n| n.contains("select one")), "{:?}", e.notes);
+        // Each CoOp loss is rank-compared on its two encoders; LoRA keeps its historical name.
+        for name in [
+            "frozen_vs_lora_discrimination",
+            "frozen_vs_coop_ce_discrimination",
+            "frozen_vs_coop_mcm_calibration",
+        ] {
+            assert!(e.rank_comparisons.iter().any(|c| c.name == name), "{name}");
+        }
+        let mcm = &e.regime_comparisons[2];
+        assert_eq!(mcm.encoders.len(), 2);
+        assert_eq!(mcm.encoders[1].adapted_discrimination, Some(0.79));
+        // Zero-shot: one encoder, still answered per encoder; mean of the templates and the best (P2).
+        let mean = &e.regime_comparisons[3];
+        assert_eq!(mean.encoders[0].adapted_discrimination, Some((0.6 + 0.7) / 2.0));
+        assert_eq!(mean.encoders[0].adapted_calibration_error, Some((0.25 + 0.125) / 2.0));
+        assert!(mean.rank_comparisons.is_empty());
+        let best = &e.regime_comparisons[4];
+        assert_eq!(best.encoders[0].template.as_deref(), Some("P2"));
+        assert_eq!(best.encoders[0].adapted_calibration_error, Some(0.125));
+        assert_eq!(
+            best.encoders[0].base_discrimination,
+            e.cells.iter().find(|c| c.encoder == "a").unwrap().values.discrimination
+        );
+        assert!(
+            e.notes.iter().any(|n| n.contains("zero-shot (best template) by discrimination: 1 encoder(s)")),
+            "{:?}",
+            e.notes
+        );
     }
 
     #[test]

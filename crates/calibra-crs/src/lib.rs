@@ -27,6 +27,7 @@ pub mod bootstrap;
 pub mod evaluation;
 pub mod metric_rows;
 pub mod rank_compare;
+pub mod regime_comparison;
 pub mod run_record;
 // FOCUS additions and encoder analyses (helper focus).
 pub mod adaptation_deltas;
@@ -62,6 +63,7 @@ pub use reference::{
     AxisEstimators, CrsScore, REFERENCE_FORMAT, REFERENCE_VERSION, Reference, ReferenceConfig, ValueScale,
     build_per_domain,
 };
+pub use regime_comparison::{RegimeComparison, RegimeDelta};
 pub use run_record::{Condition, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet};
 pub use sample_metrics::{SampleMetric, SampleTable};
 pub use score::{

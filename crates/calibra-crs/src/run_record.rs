@@ -31,6 +31,9 @@
 //! - unknown keys are rejected at every level (the record, the condition object);
 //! - every field except `paths`, `timings` and `versions` is required;
 //! - metric values must be finite numbers (a metric that is undefined for a run is omitted, not `null`);
+//! - metrics with a known range ([`KNOWN_METRIC_RANGES`]: `macro_auroc`, `ece`, … in [0, 1], `brier` in
+//!   [0, 2], `nll` ≥ 0) must lie in it, so that an impossible value can never be ranked on;
+//! - a UTF-8 byte-order mark at the start of a file is ignored (as the CSV readers do);
 //! - blank lines are skipped; any other line must be one JSON object;
 //! - two records with the same run key (every field of the key above, across all files read together)
 //!   are an error listing every duplicate with the line of its first occurrence; a duplicate is never
@@ -44,6 +47,27 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CrsError;
+
+/// Metrics whose value range is known, as (name, lowest, highest): a record outside it is rejected at
+/// load. Probabilities and rates of calibra-metrics lie in [0, 1]; the multiclass Brier score (sum
+/// form) in [0, 2]; NLL in [0, ∞). Other metric names are accepted with any finite value.
+pub const KNOWN_METRIC_RANGES: &[(&str, f64, f64)] = &[
+    ("accuracy", 0.0, 1.0),
+    ("macro_auroc", 0.0, 1.0),
+    ("macro_auprc", 0.0, 1.0),
+    ("macro_f1", 0.0, 1.0),
+    ("ece", 0.0, 1.0),
+    ("adaptive_ece", 0.0, 1.0),
+    ("classwise_ece", 0.0, 1.0),
+    ("mce", 0.0, 1.0),
+    ("brier", 0.0, 2.0),
+    ("nll", 0.0, f64::INFINITY),
+];
+
+/// The known range of metric `name`, if any ([`KNOWN_METRIC_RANGES`]).
+pub fn metric_range(name: &str) -> Option<(f64, f64)> {
+    KNOWN_METRIC_RANGES.iter().find(|(n, _, _)| *n == name).map(|&(_, lo, hi)| (lo, hi))
+}
 
 /// How the encoder was used for a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -396,6 +420,20 @@ impl RunRecord {
         }
         Ok(fraction)
     }
+
+    /// Checks every metric with a known range ([`KNOWN_METRIC_RANGES`]) against it: a record read from
+    /// a file with `macro_auroc` 5.0 or `ece` −0.2 is refused rather than ranked.
+    pub fn check_metric_ranges(&self) -> Result<(), String> {
+        for (name, value) in &self.metrics {
+            if let Some((lo, hi)) = metric_range(name)
+                && !(lo..=hi).contains(value)
+            {
+                let range = if hi.is_finite() { format!("[{lo}, {hi}]") } else { format!(">= {lo}") };
+                return Err(format!("metric `{name}` is {value}, outside its range {range}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A validated record with its run key and origin.
@@ -438,7 +476,9 @@ impl RunRecordSet {
     }
 
     /// Builds a set from records already in memory (line = position + 1 in `records`), applying the
-    /// same validation and duplicate checks as parsing.
+    /// same validation and duplicate checks as parsing, except the known-range check of metric values
+    /// ([`RunRecord::check_metric_ranges`]), which guards records read from files: in-memory sets are
+    /// built by analyses and by property tests whose synthetic metrics may leave those ranges.
     pub fn from_records(records: Vec<RunRecord>, source: &str) -> Result<Self, CrsError> {
         let mut located = Vec::with_capacity(records.len());
         for (i, record) in records.into_iter().enumerate() {
@@ -460,7 +500,9 @@ impl RunRecordSet {
         Ok(LocatedRecord { key, location, record })
     }
 
-    fn extend_from_reader(&mut self, reader: impl BufRead, source: &str) -> Result<(), CrsError> {
+    /// Parses JSON Lines from `reader` into this set (`source` names it in errors); a run key already in
+    /// the set is a duplicate, as across the files of [`RunRecordSet::from_paths`].
+    pub fn extend_from_reader(&mut self, reader: impl BufRead, source: &str) -> Result<(), CrsError> {
         let mut parsed = Vec::new();
         for (i, line) in reader.lines().enumerate() {
             let line_no = i + 1;
@@ -469,13 +511,19 @@ impl RunRecordSet {
                 line: line_no,
                 message: format!("cannot read the line: {e}"),
             })?;
+            let text = if line_no == 1 { text.strip_prefix('\u{feff}').unwrap_or(&text) } else { &text };
             if text.trim().is_empty() {
                 continue;
             }
-            let record: RunRecord = serde_json::from_str(&text).map_err(|e| CrsError::InvalidRecord {
+            let record: RunRecord = serde_json::from_str(text).map_err(|e| CrsError::InvalidRecord {
                 file: source.to_string(),
                 line: line_no,
                 message: e.to_string(),
+            })?;
+            record.check_metric_ranges().map_err(|message| CrsError::InvalidRecord {
+                file: source.to_string(),
+                line: line_no,
+                message,
             })?;
             parsed.push(Self::locate(record, Location { source: source.to_string(), line: line_no })?);
         }
@@ -609,6 +657,38 @@ mod tests {
             let err = parse(&text).unwrap_err().to_string();
             assert!(err.contains("runs.jsonl:1") && err.contains(needle), "{to}: {err}");
         }
+    }
+
+    /// Issue 20 defect 6: `macro_auroc` 5.0 moved an encoder to rank 1 and `ece` −0.2 was accepted.
+    #[test]
+    fn known_metrics_out_of_range_are_rejected_with_file_and_line() {
+        for (value, needle) in [
+            (r#""macro_auroc":5.0"#, "metric `macro_auroc` is 5, outside its range [0, 1]"),
+            (r#""macro_auroc":0.9,"ece":-0.2"#, "metric `ece` is -0.2, outside its range [0, 1]"),
+            (r#""macro_auroc":0.9,"brier":2.5"#, "`brier` is 2.5, outside its range [0, 2]"),
+            (r#""macro_auroc":0.9,"nll":-1"#, "`nll` is -1, outside its range >= 0"),
+        ] {
+            let text = format!(
+                "{}\n{}\n",
+                line("").replace("\"seed\":0", "\"seed\":1"),
+                line("").replace(r#""macro_auroc":0.9"#, value)
+            );
+            let err = parse(&text).unwrap_err().to_string();
+            assert!(err.contains("runs.jsonl:2") && err.contains(needle), "{value}: {err}");
+        }
+        // Edges and unknown metrics are accepted.
+        let ok =
+            line("").replace(r#""macro_auroc":0.9"#, r#""macro_auroc":1.0,"ece":0.0,"delta_auroc":-3.0"#);
+        assert_eq!(parse(&ok).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted_like_csv() {
+        let text = format!("\u{feff}{}\n", line(""));
+        assert_eq!(parse(&text).unwrap().len(), 1);
+        // Only at the start of the file.
+        let text = format!("{}\n\u{feff}{}\n", line(""), line("").replace("\"seed\":0", "\"seed\":1"));
+        assert!(parse(&text).unwrap_err().to_string().contains("runs.jsonl:2"));
     }
 
     #[test]

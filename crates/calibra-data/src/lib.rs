@@ -27,10 +27,15 @@
 //! | `mimic-cxr:/d` | `mimic-cxr-2.0.0-chexpert.csv[.gz]` joined by `study_id` to `mimic-cxr-2.0.0-split.csv[.gz]` (`dicom_id,study_id,subject_id,split`); images `files/p<2>/p<subject>/s<study>/<dicom>.jpg`; age/sex from MIMIC-IV `patients.csv[.gz]` or `hosp/patients.csv[.gz]` in the folder when present (`gender`, `anchor_age`). Options as CheXpert, plus `labels=FILE`, `split=FILE`, `images=DIR`, `patients=FILE` |
 //! | `medmnist:/d/chestmnist.npz` | MedMNIST `.npz` (`{train,val,test}_{images,labels}`, 28 to 224 px, gray or RGB). Task from the file name (`chestmnist` multilabel, `retinamnist` ordinal, else multiclass) or `task=` |
 //! | `synth:derm`, `synth:fundus`, `synth:chest`, `synth:chest-site-b` | synthetic suites. Options: `n=600`, `seed=0`, `size=64` |
+//!
+//! A bare existing path (no `FORMAT:`) is accepted: its format is detected ([`detect`]: the ISIC 2019
+//! ground-truth CSV, APTOS `train.csv`, CheXpert, MIMIC-CXR, a MedMNIST `.npz` or an ImageFolder), what
+//! was detected is printed on stderr, and an ambiguous path is an error listing the candidates.
 #![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod dataset;
+pub mod detect;
 pub mod error;
 pub mod filters;
 pub mod hashing;
@@ -47,6 +52,7 @@ pub mod synth;
 
 pub use cache::TensorCache;
 pub use dataset::{Dataset, LabelSpace, Metadata, Sample, Sex, SkippedSample, Split, Target, TaskKind};
+pub use detect::{Detected, detect};
 pub use error::DataError;
 pub use image_source::{ImageArray, ImageSource};
 pub use perturb::{Perturbation, Severity, perturb, perturbation_seed};
@@ -54,7 +60,9 @@ pub use pixels::ImageU8;
 pub use preprocess::{
     PreprocessConfig, Tensor3, decode_samples, preprocess_samples, preprocess_samples_cached,
 };
-pub use readers::{BadImagePolicy, LoadOptions, UncertaintyPolicy, load_dataset};
+pub use readers::{
+    BadImagePolicy, LoadOptions, UncertaintyPolicy, check_spec_options, load_dataset, synth_config,
+};
 pub use spec::{DatasetFormat, DatasetSpec};
 pub use split::{PROTOCOL_FRACTIONS, SplitAssignment, SplitConfig, label_fraction, split_dataset};
 pub use synth::{SynthConfig, SynthImageRef, SynthSuite, synth_dataset};

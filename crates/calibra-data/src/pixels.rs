@@ -5,6 +5,17 @@ use crate::error::DataError;
 use image::{DynamicImage, GrayImage, ImageDecoder, RgbImage};
 use std::path::Path;
 
+/// Largest width or height calibra decodes, in pixels. Above it an image is a bad image (skipped under
+/// `--on-bad-image skip`, an error naming the file under `fail`) instead of an allocation that could
+/// abort the process: a 100-byte PNG may claim 100000 × 100000 pixels. 20,000 covers mammograms and
+/// large dermoscopy and fundus photographs; whole-slide images are out of scope.
+pub const MAX_IMAGE_SIDE: u32 = 20_000;
+
+/// Largest decoded size calibra allocates for one image, in bytes (1 GiB; a 20,000 × 20,000 RGB image
+/// is 1.2 GB, so both limits bind). Enforced from the header before any pixel is decoded, and passed
+/// to the decoder as `image::Limits::max_alloc`.
+pub const MAX_IMAGE_BYTES: u64 = 1 << 30;
+
 /// An 8-bit image, row-major, channels interleaved (`data[(y * width + x) * channels + c]`).
 ///
 /// `channels` is 1 (grayscale: chest radiographs, MedMNIST gray sets) or 3 (RGB). Grayscale stays
@@ -81,10 +92,27 @@ impl ImageU8 {
     /// EXIF, or without the tag, are returned as stored. `name` is used in the error message.
     pub fn decode(bytes: &[u8], name: &str) -> Result<ImageU8, DataError> {
         let error = |message: String| DataError::Decode { source_name: name.to_string(), message };
-        let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
             .with_guessed_format()
             .map_err(|e| error(e.to_string()))?;
+        let mut limits = image::Limits::default();
+        limits.max_image_width = Some(MAX_IMAGE_SIDE);
+        limits.max_image_height = Some(MAX_IMAGE_SIDE);
+        limits.max_alloc = Some(MAX_IMAGE_BYTES);
+        // Reading the header allocates nothing of the image's size; the decoder's own limit error
+        // ("Image size exceeds limit") would not say what the header claims, so check it here first
+        // and hand the limits to the decoder for the decode itself.
+        reader.no_limits();
         let mut decoder = reader.into_decoder().map_err(|e| error(e.to_string()))?;
+        let (w, h) = decoder.dimensions();
+        if w > MAX_IMAGE_SIDE || h > MAX_IMAGE_SIDE || decoder.total_bytes() > MAX_IMAGE_BYTES {
+            return Err(error(format!(
+                "its header claims {w} × {h} pixels ({} bytes decoded), above calibra's limit of \
+                 {MAX_IMAGE_SIDE} pixels per side and {MAX_IMAGE_BYTES} bytes",
+                decoder.total_bytes()
+            )));
+        }
+        decoder.set_limits(limits).map_err(|e| error(e.to_string()))?;
         let orientation =
             decoder.orientation().map_err(|e| error(format!("cannot read the EXIF orientation: {e}")))?;
         let mut image = DynamicImage::from_decoder(decoder).map_err(|e| error(e.to_string()))?;

@@ -77,21 +77,43 @@ impl DatasetSpec {
     /// format, an empty location, a malformed or unknown option, a repeated key.
     pub fn parse(raw: &str) -> Result<DatasetSpec, DataError> {
         let err = |message: String| DataError::Spec { spec: raw.to_string(), message };
-        let (format_name, rest) = raw.split_once(':').ok_or_else(|| {
-            err(format!(
-                "expected FORMAT:LOCATION with FORMAT one of {}",
-                DatasetFormat::ALL.map(|f| f.name()).join(", ")
-            ))
-        })?;
-        let format = DatasetFormat::ALL
-            .into_iter()
-            .find(|f| f.name() == format_name.trim().to_ascii_lowercase())
-            .ok_or_else(|| {
-                err(format!(
-                    "unknown format `{format_name}`; expected one of {}",
-                    DatasetFormat::ALL.map(|f| f.name()).join(", ")
-                ))
-            })?;
+        let known = |name: &str| {
+            DatasetFormat::ALL.into_iter().find(|f| f.name() == name.trim().to_ascii_lowercase())
+        };
+        let explicit = raw.split_once(':').and_then(|(name, rest)| Some((known(name)?, rest)));
+        let (format, rest) = match explicit {
+            Some(found) => found,
+            None => {
+                // A bare path (no known FORMAT: prefix): detect its format from what is on disk.
+                let (path, query) = match raw.split_once('?') {
+                    Some((p, q)) => (p, Some(q)),
+                    None => (raw, None),
+                };
+                let prefix = raw.split_once(':').map(|(name, _)| name);
+                if let Some(name) = prefix.filter(|_| !std::path::Path::new(path).exists()) {
+                    return Err(err(format!(
+                        "unknown format `{name}`; expected one of {}, or an existing path whose format is detected",
+                        DatasetFormat::ALL.map(|f| f.name()).join(", ")
+                    )));
+                }
+                let found = crate::detect::detect(path)?;
+                eprintln!(
+                    "calibra: dataset `{path}`: detected {} ({}); write `{}:{}` to choose a format explicitly",
+                    found.format.name(),
+                    found.reason,
+                    found.format.name(),
+                    found.location.display()
+                );
+                let location = found.location.display().to_string();
+                let spec = match query {
+                    Some(q) => format!("{}:{location}?{q}", found.format.name()),
+                    None => format!("{}:{location}", found.format.name()),
+                };
+                let mut parsed = DatasetSpec::parse(&spec)?;
+                parsed.raw = raw.to_string();
+                return Ok(parsed);
+            }
+        };
         let (location, query) = match rest.split_once('?') {
             Some((l, q)) => (l, Some(q)),
             None => (rest, None),

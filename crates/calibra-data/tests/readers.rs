@@ -254,3 +254,33 @@ fn mimic_cxr_malformed_patients_rows_name_file_line_and_column() {
     let absent = load_err(&spec("bad/no_such_patients.csv"), BadImagePolicy::Fail);
     assert!(absent.contains("no_such_patients.csv"), "{absent}");
 }
+
+/// Issue 20: dangling symbolic links and `.tif` files in an ImageFolder were skipped silently.
+#[test]
+fn imagefolder_reports_dangling_links_and_unsupported_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::fs::read(fixture("bad/ok.png")).unwrap();
+    for class in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(class)).unwrap();
+        std::fs::write(dir.path().join(class).join("one.png"), &ok).unwrap();
+    }
+    std::fs::write(dir.path().join("a/scan.tif"), b"II*\0").unwrap();
+    std::fs::write(dir.path().join("a/notes.txt"), b"not an image").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone.png"), dir.path().join("b/link.png")).unwrap();
+    let spec = format!("imagefolder:{}", dir.path().display());
+    let ds = load_dataset(
+        &DatasetSpec::parse(&spec).unwrap(),
+        &LoadOptions { on_bad_image: BadImagePolicy::Skip },
+    )
+    .unwrap();
+    assert_eq!(ds.len(), 2);
+    let reasons: Vec<&str> = ds.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("scan.tif") && r.contains(".tif images are not decoded")),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r.contains("link.png") && r.contains("symbolic link")), "{reasons:?}");
+    let e = load_err(&spec, BadImagePolicy::Fail);
+    assert!(e.contains("scan.tif") && e.contains("--on-bad-image skip"), "{e}");
+}

@@ -4,7 +4,10 @@
 //! named bin-edge conventions, the ECE family (top-label ECE, binary positive-class ECE, MCE, class-wise
 //! ECE, Mukhoti's adaptive ECE, Nixon's ACE), reliability-diagram bins, Brier, NLL, accuracy, macro F1,
 //! quadratic weighted kappa, ordinal MAE, AUROC / average precision / sensitivity at fixed specificity,
-//! and rank statistics (Kendall τ-a/τ-b, Spearman ρ, weighted τ).
+//! and rank statistics (Kendall τ-a/τ-b, Spearman ρ, weighted τ). Selective prediction: the
+//! risk–coverage curve, AURC / E-AURC / AUGRC, risk at coverage and coverage at risk, the confidence
+//! scores (MSP, max-logit, energy, entropy, margin), smooth ECE (relplot), the debiased L2 ECE of
+//! Kumar et al. 2019, and shift detection (AUROC, FPR at 95 % TPR) with a confidence score.
 //!
 //! Every formula and its reference implementation is in `shared/spec/calibration-metrics-transfer.md` §C;
 //! parity is proven by golden vectors in `tests/golden/` produced by `scripts/golden/metrics.py`.
@@ -24,6 +27,8 @@ pub mod average_precision;
 pub mod binning;
 pub mod brier;
 pub mod classwise_ece;
+pub mod confidence;
+pub mod debiased_ece;
 pub mod ece;
 pub mod error;
 pub mod f1;
@@ -32,7 +37,11 @@ pub mod kappa;
 pub mod nll;
 pub mod rank;
 mod score_groups;
+pub mod selective;
+pub mod selective_summary;
 pub mod sensitivity;
+pub mod shift_detection;
+pub mod smooth_ece;
 pub mod summary;
 
 pub use accuracy::accuracy;
@@ -50,15 +59,26 @@ pub use binning::{
 };
 pub use brier::{brier_binary, brier_multiclass};
 pub use classwise_ece::classwise_ece;
+pub use confidence::ConfidenceScore;
+pub use debiased_ece::{DEBIASED_ECE_DEFAULT_BINS, debiased_ece, debiased_ece_top_label};
 pub use ece::{ece_binary_positive, ece_top_label, mce_top_label, top_label_reliability_bins};
 pub use error::MetricsError;
 pub use f1::macro_f1;
 pub use kappa::{ordinal_mae, quadratic_weighted_kappa};
 pub use nll::{LOG_LOSS_EPS, binary_nll, nll_from_logits, nll_from_probabilities};
 pub use rank::{average_ranks, kendall_tau_a, kendall_tau_b, spearman_rho, weighted_tau};
+pub use selective::{
+    RiskCoveragePoint, SelectiveAreas, augrc, aurc, coverage_at_risk, eaurc, optimal_aurc, risk_at_coverage,
+    risk_coverage_curve, selective_areas, selective_risks, top_label_errors,
+};
+pub use selective_summary::{
+    ScoreAreas, SelectiveSummary, summarize_selective_multilabel, summarize_selective_single_label,
+};
 pub use sensitivity::{
     SensitivityAtSpecificity, sensitivity_at_specificity, sensitivity_at_specificity_interp,
 };
+pub use shift_detection::{ShiftDetection, fpr_at_tpr, shift_detection};
+pub use smooth_ece::{smooth_ece, smooth_ece_sigma, smooth_ece_top_label, smooth_ece_with_bandwidth};
 pub use summary::{
     MetricSummary, OrdinalMetrics, SummaryOptions, SummaryTask, summarize_multilabel, summarize_single_label,
 };

@@ -652,3 +652,210 @@ fn rank_statistics_match_scipy() {
     }
     m.finish("rank statistics", cases.len());
 }
+
+// ------------------------------------------------------------------------------------------------
+// Selective prediction, confidence scores, smooth and debiased ECE, shift detection: the golden
+// vectors in `tests/golden/selective.json` from `scripts/golden/selective.py` (torch-uncertainty 0.13,
+// relplot 1.0.3, uncertainty-calibration 0.1.4, sklearn; numpy ports where the script says so).
+
+const SELECTIVE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/selective.json");
+
+fn selective_golden() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let text = std::fs::read_to_string(SELECTIVE).unwrap_or_else(|e| {
+            panic!("cannot read {SELECTIVE}: {e} (regenerate with scripts/golden/selective.py)")
+        });
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{SELECTIVE} is not valid JSON: {e}"))
+    })
+}
+
+fn selective_tol(key: &str) -> f64 {
+    num(&selective_golden()["tolerance"][key], &format!("tolerance.{key}"))
+}
+
+fn selective_cases(key: &str) -> &'static [Value] {
+    selective_golden()[key].as_array().unwrap_or_else(|| panic!("{SELECTIVE}: key {key:?} is not an array"))
+}
+
+struct SelectiveInput {
+    probs: Vec<f64>,
+    logits: Vec<f64>,
+    k: usize,
+    labels: Vec<usize>,
+}
+
+fn selective_input(case: &Value) -> SelectiveInput {
+    SelectiveInput {
+        probs: floats(field(case, "probs"), "probs"),
+        logits: floats(field(case, "logits"), "logits"),
+        k: size(case, "k"),
+        labels: usizes(field(case, "labels"), "labels"),
+    }
+}
+
+#[test]
+fn selective_areas_match_torch_uncertainty_and_the_stable_numpy_port() {
+    use calibra_metrics::{
+        augrc, aurc, coverage_at_risk, eaurc, optimal_aurc, risk_at_coverage, selective_areas,
+        selective_risks, top_label_errors,
+    };
+    let (f64_tol, tu_tol) = (selective_tol("f64"), selective_tol("tu"));
+    let mut m = Mismatches::default();
+    let mut tu_checked = 0;
+    let cases = selective_cases("cases");
+    for case in cases {
+        let input = selective_input(case);
+        let (conf, err) = top_label_errors(&input.probs, input.k, &input.labels);
+        let want = field(case, "expected");
+        let got = match selective_areas(&conf, &err) {
+            Ok(a) => a,
+            Err(e) => {
+                m.error(case, "selective_areas", e);
+                continue;
+            }
+        };
+        m.close(case, "aurc", got.aurc, f(want, "aurc"), f64_tol);
+        m.close(case, "eaurc", got.eaurc, f(want, "eaurc"), f64_tol);
+        m.close(case, "augrc", got.augrc, f(want, "augrc"), f64_tol);
+        m.close(
+            case,
+            "risk_at_80_coverage",
+            got.risk_at_80_coverage,
+            f(want, "risk_at_80_coverage"),
+            f64_tol,
+        );
+        m.close(case, "coverage_at_5_risk", got.coverage_at_5_risk, f(want, "coverage_at_5_risk"), f64_tol);
+        let v = ok(&mut m, case, "aurc", aurc(&conf, &err));
+        m.close(case, "aurc()", v, got.aurc, 0.0);
+        let v = ok(&mut m, case, "augrc", augrc(&conf, &err));
+        m.close(case, "augrc()", v, got.augrc, 0.0);
+        let v = ok(&mut m, case, "eaurc", eaurc(&conf, &err));
+        m.close(case, "eaurc()", v, got.eaurc, 0.0);
+        let v = ok(&mut m, case, "optimal", optimal_aurc(&err));
+        m.close(case, "optimal_aurc", v, f(want, "optimal_aurc"), f64_tol);
+        let r80 = ok(&mut m, case, "risk_at_coverage", risk_at_coverage(&conf, &err, 0.8));
+        m.close(case, "risk_at_coverage(0.8)", r80, got.risk_at_80_coverage, 0.0);
+        let c5 = ok(&mut m, case, "coverage_at_risk", coverage_at_risk(&conf, &err, 0.05));
+        m.close(case, "coverage_at_risk(0.05)", c5, got.coverage_at_5_risk, 0.0);
+        match selective_risks(&conf, &err) {
+            Ok(r) => m.all_close(case, "risks", &r, &floats(field(want, "risks"), "risks"), f64_tol),
+            Err(e) => m.error(case, "risks", e),
+        }
+        // The library itself, where its unstable argsort cannot reorder ties.
+        if let Some(tu) = case.get("tu") {
+            tu_checked += 1;
+            for key in ["aurc", "augrc", "risk_at_80_coverage", "coverage_at_5_risk"] {
+                let value = match key {
+                    "aurc" => got.aurc,
+                    "augrc" => got.augrc,
+                    "risk_at_80_coverage" => got.risk_at_80_coverage,
+                    _ => got.coverage_at_5_risk,
+                };
+                m.close(case, &format!("torch-uncertainty {key}"), value, f(tu, key), tu_tol);
+            }
+        }
+    }
+    assert!(tu_checked >= 4, "only {tu_checked} cases compared with torch-uncertainty itself");
+    m.finish("selective areas", cases.len());
+}
+
+#[test]
+fn confidence_scores_and_their_areas_match_numpy() {
+    use calibra_metrics::{ConfidenceScore, selective_areas, top_label_errors};
+    let tol = selective_tol("f64");
+    let mut m = Mismatches::default();
+    let cases = selective_cases("cases");
+    for case in cases {
+        let input = selective_input(case);
+        let (_, err) = top_label_errors(&input.probs, input.k, &input.labels);
+        for score in ConfidenceScore::ALL {
+            let s = match score.scores(&input.probs, Some(&input.logits), input.k) {
+                Ok(s) => s,
+                Err(e) => {
+                    m.error(case, score.name(), e);
+                    continue;
+                }
+            };
+            if let Some(want) = case["scores"].get(score.name()) {
+                m.all_close(case, score.name(), &s, &floats(want, score.name()), tol);
+            }
+            let want = &case["by_score"][score.name()];
+            match selective_areas(&s, &err) {
+                Ok(a) => {
+                    m.close(case, &format!("{score} aurc"), a.aurc, f(want, "aurc"), tol);
+                    m.close(case, &format!("{score} eaurc"), a.eaurc, f(want, "eaurc"), tol);
+                    m.close(case, &format!("{score} augrc"), a.augrc, f(want, "augrc"), tol);
+                }
+                Err(e) => m.error(case, score.name(), e),
+            }
+        }
+    }
+    m.finish("confidence scores", cases.len());
+}
+
+#[test]
+fn smooth_ece_matches_relplot_and_debiased_ece_matches_uncertainty_calibration() {
+    use calibra_metrics::{
+        debiased_ece_top_label, smooth_ece_sigma, smooth_ece_top_label, smooth_ece_with_bandwidth,
+        top_label_errors,
+    };
+    let (tol, smooth_tol) = (selective_tol("f64"), selective_tol("smooth_ece"));
+    let mut m = Mismatches::default();
+    let cases = selective_cases("cases");
+    for case in cases {
+        let input = selective_input(case);
+        let (conf, err) = top_label_errors(&input.probs, input.k, &input.labels);
+        let correct: Vec<f64> = err.iter().map(|&e| if e { 0.0 } else { 1.0 }).collect();
+        match smooth_ece_with_bandwidth(&conf, &correct) {
+            Ok((v, width)) => {
+                m.close(case, "smooth_ece", v, f(case, "smooth_ece"), smooth_tol);
+                m.close(case, "smooth_ece bandwidth", width, f(case, "smooth_ece_bandwidth"), 0.0);
+            }
+            Err(e) => m.error(case, "smooth_ece", e),
+        }
+        let top = ok(
+            &mut m,
+            case,
+            "smooth_ece_top_label",
+            smooth_ece_top_label(&input.probs, input.k, &input.labels),
+        );
+        m.close(case, "smooth_ece_top_label", top, f(case, "smooth_ece"), smooth_tol);
+        let fixed = ok(&mut m, case, "smooth_ece_sigma", smooth_ece_sigma(&conf, &correct, 0.05));
+        m.close(case, "smooth_ece_sigma(0.05)", fixed, f(case, "smooth_ece_sigma_0_05"), smooth_tol);
+        let d = ok(
+            &mut m,
+            case,
+            "debiased_ece",
+            debiased_ece_top_label(&input.probs, input.k, &input.labels, 15),
+        );
+        m.close(case, "debiased_ece", d, f(case, "debiased_ece"), tol);
+    }
+    m.finish("smooth / debiased ECE", cases.len());
+}
+
+#[test]
+fn shift_detection_matches_sklearn_and_torch_uncertainty() {
+    use calibra_metrics::shift_detection;
+    let mut m = Mismatches::default();
+    let cases = selective_cases("shift");
+    for case in cases {
+        let clean = floats(field(case, "clean"), "clean");
+        let shifted = floats(field(case, "shifted"), "shifted");
+        match shift_detection(&clean, &shifted) {
+            Ok(d) => {
+                m.close(case, "auroc", d.auroc, f(case, "auroc"), selective_tol("f64"));
+                // torch-uncertainty returns the FPR as a float32 tensor.
+                m.close(
+                    case,
+                    "fpr_at_95_tpr",
+                    d.fpr_at_95_tpr,
+                    f(case, "fpr_at_95_tpr"),
+                    selective_tol("tu"),
+                );
+            }
+            Err(e) => m.error(case, "shift_detection", e),
+        }
+    }
+    m.finish("shift detection", cases.len());
+}

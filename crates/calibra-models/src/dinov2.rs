@@ -6,6 +6,7 @@ use burn::prelude::*;
 
 use crate::encoder::EncoderOutput;
 use crate::error::ModelError;
+use crate::hf::load::blocks_min_weights;
 use crate::hf::{HfConfig, KeyMap};
 use crate::layers::{
     Activation, PatchEmbedding, PatchEmbeddingConfig, TransformerBlock, TransformerBlockConfig,
@@ -58,31 +59,53 @@ impl Dinov2Config {
         let act_name = cfg.str_or("hidden_act", "gelu")?;
         let activation = Activation::from_hf(&act_name)
             .ok_or_else(|| cfg.unsupported(format!("hidden_act '{act_name}'")))?;
-        let hidden_size = cfg.req_usize("hidden_size")?;
-        let num_heads = cfg.req_usize("num_attention_heads")?;
-        if num_heads == 0 || !hidden_size.is_multiple_of(num_heads) {
+        let hidden_size = cfg.req_size("hidden_size")?;
+        let num_heads = cfg.req_size("num_attention_heads")?;
+        cfg.check_heads("hidden_size", hidden_size, "num_attention_heads", num_heads)?;
+        let mlp_ratio = cfg.positive_f64_or("mlp_ratio", 4.0)?;
+        // Python int(hidden_size * mlp_ratio) truncates toward zero.
+        let mlp_hidden = (hidden_size as f64 * mlp_ratio) as usize;
+        if !(1..=crate::hf::config::MAX_SIZE).contains(&mlp_hidden) {
             return Err(cfg.invalid(format!(
-                "hidden_size {hidden_size} is not a multiple of num_attention_heads {num_heads}"
+                "fields 'hidden_size' = {hidden_size} and 'mlp_ratio' = {mlp_ratio} give an MLP width of \
+                 {mlp_hidden}; expected 1 to {}",
+                crate::hf::config::MAX_SIZE
             )));
         }
-        let mlp_ratio = cfg.f64_or("mlp_ratio", 4.0)?;
         let num_register_tokens =
             if model_type == "dinov2_with_registers" { cfg.usize_or("num_register_tokens", 4)? } else { 0 };
+        if num_register_tokens > crate::hf::config::MAX_SIZE {
+            return Err(cfg.invalid(format!(
+                "field 'num_register_tokens' = {num_register_tokens} is above {}",
+                crate::hf::config::MAX_SIZE
+            )));
+        }
+        let image_size = cfg.req_square_size("image_size")?;
+        let patch_size = cfg.req_square_size("patch_size")?;
+        cfg.check_patch_grid(image_size, patch_size)?;
         Ok(Self {
             hidden_size,
-            num_layers: cfg.req_usize("num_hidden_layers")?,
+            num_layers: cfg.req_size("num_hidden_layers")?,
             num_heads,
-            // Python int(hidden_size * mlp_ratio) truncates toward zero.
-            mlp_hidden: (hidden_size as f64 * mlp_ratio) as usize,
+            mlp_hidden,
             activation,
-            layer_norm_eps: cfg.f64_or("layer_norm_eps", 1e-6)?,
-            layerscale_value: cfg.f64_or("layerscale_value", 1.0)?,
-            image_size: cfg.square_size("image_size")?,
-            patch_size: cfg.square_size("patch_size")?,
-            num_channels: cfg.usize_or("num_channels", 3)?,
+            layer_norm_eps: cfg.positive_f64_or("layer_norm_eps", 1e-6)?,
+            layerscale_value: cfg.finite_f64_or("layerscale_value", 1.0)?,
+            image_size,
+            patch_size,
+            num_channels: cfg.size_or("num_channels", 3)?,
             qkv_bias: cfg.bool_or("qkv_bias", true)?,
             num_register_tokens,
         })
+    }
+
+    /// A lower bound on the number of weights of the model (see [`crate::hf::load::check_fits_file`]).
+    pub fn min_weights(&self) -> u128 {
+        let (d, p, g) =
+            (self.hidden_size as u128, self.patch_size as u128, (self.image_size / self.patch_size) as u128);
+        blocks_min_weights(self.num_layers, self.hidden_size, self.mlp_hidden)
+            + (g * g + 1 + self.num_register_tokens as u128) * d
+            + self.num_channels as u128 * p * p * d
     }
 
     /// Builds the module with placeholder weights (load a checkpoint afterwards).

@@ -13,6 +13,7 @@ use crate::clip::ClipVisionTransformer;
 use crate::clip::keys::clip_vision_keymap;
 use crate::dinov2::{Dinov2, Dinov2Config, dinov2_key_map};
 use crate::error::ModelError;
+use crate::hf::load::check_fits_file;
 use crate::hf::{
     HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint, save_safetensors,
 };
@@ -93,12 +94,16 @@ impl Encoder {
                     .map_err(|e| ModelError::Store { path: weights.clone(), message: e.to_string() })?;
                 let has_pooler =
                     keys.iter().any(|k| !map.is_ignored(k) && map.to_burn(k).starts_with("pooler."));
-                let mut m = VitConfig::from_hf(&config, has_pooler)?.init(device);
+                let vit = VitConfig::from_hf(&config, has_pooler)?;
+                check_fits_file(&config, &weights, vit.min_weights())?;
+                let mut m = vit.init(device);
                 load_safetensors(&mut m, &weights, &map, &LoadOptions::default())?;
                 EncoderModel::Vit(m)
             }
             "dinov2" | "dinov2_with_registers" => {
-                let mut m = Dinov2Config::from_hf(&config)?.init(device);
+                let dinov2 = Dinov2Config::from_hf(&config)?;
+                check_fits_file(&config, &weights, dinov2.min_weights())?;
+                let mut m = dinov2.init(device);
                 load_safetensors(&mut m, &weights, &dinov2_key_map(), &LoadOptions::default())?;
                 EncoderModel::Dinov2(m)
             }

@@ -133,6 +133,15 @@ pub enum ModelError {
         /// Every missing / unused / mis-shaped key.
         report: Box<KeyReport>,
     },
+    /// Weights hold NaN or infinite values (a model loaded from them would compute NaN, or finite
+    /// but wrong numbers: see `layers::attention`).
+    #[error("{path}: the checkpoint holds non-finite weights (NaN or infinity):\n{}", tensors.iter().map(|t| format!("  - {t}")).collect::<Vec<_>>().join("\n"))]
+    NonFiniteWeights {
+        /// The weights file.
+        path: PathBuf,
+        /// One line per tensor: its file name and how many values are not finite.
+        tensors: Vec<String>,
+    },
     /// A key-remapping regex did not compile.
     #[error("invalid key-remapping pattern '{pattern}': {message}")]
     RemapPattern {

@@ -55,26 +55,33 @@ impl SiglipVisionConfig {
                 "SigLIP hidden_act '{act}' (expected gelu_pytorch_tanh, gelu, quick_gelu)"
             ))
         })?;
+        let d_model = cfg.size_or("hidden_size", 768)?;
+        let n_heads = cfg.size_or("num_attention_heads", 12)?;
+        cfg.check_heads("hidden_size", d_model, "num_attention_heads", n_heads)?;
+        let image_size = cfg.square_size_or("image_size", 224)?;
+        let patch_size = cfg.square_size_or("patch_size", 16)?;
+        cfg.check_patch_grid(image_size, patch_size)?;
         Ok(Self {
-            d_model: cfg.usize_or("hidden_size", 768)?,
-            n_layers: cfg.usize_or("num_hidden_layers", 12)?,
-            n_heads: cfg.usize_or("num_attention_heads", 12)?,
-            d_hidden: cfg.usize_or("intermediate_size", 3072)?,
-            image_size: if cfg.json.get("image_size").is_some() {
-                cfg.square_size("image_size")?
-            } else {
-                224
-            },
-            patch_size: if cfg.json.get("patch_size").is_some() {
-                cfg.square_size("patch_size")?
-            } else {
-                16
-            },
-            num_channels: cfg.usize_or("num_channels", 3)?,
-            layer_norm_eps: cfg.f64_or("layer_norm_eps", 1e-6)?,
+            d_model,
+            n_layers: cfg.size_or("num_hidden_layers", 12)?,
+            n_heads,
+            d_hidden: cfg.size_or("intermediate_size", 3072)?,
+            image_size,
+            patch_size,
+            num_channels: cfg.size_or("num_channels", 3)?,
+            layer_norm_eps: cfg.positive_f64_or("layer_norm_eps", 1e-6)?,
             activation,
             use_head: cfg.bool_or("vision_use_head", true)?,
         })
+    }
+
+    /// A lower bound on the number of weights of the tower (see [`crate::hf::load::check_fits_file`]).
+    pub fn min_weights(&self) -> u128 {
+        let (d, p, g) =
+            (self.d_model as u128, self.patch_size as u128, (self.image_size / self.patch_size) as u128);
+        crate::hf::load::blocks_min_weights(self.n_layers, self.d_model, self.d_hidden)
+            + g * g * d
+            + self.num_channels as u128 * p * p * d
     }
 
     /// Builds the tower with random weights (to be overwritten by a checkpoint).
@@ -220,10 +227,7 @@ impl SiglipVisionTransformer {
         let model_type = cfg.model_type()?;
         let config = match model_type.as_str() {
             "siglip_vision_model" => SiglipVisionConfig::from_hf(cfg)?,
-            "siglip" => {
-                let json = cfg.json.get("vision_config").cloned().unwrap_or_default();
-                SiglipVisionConfig::from_hf(&HfConfig::from_value(cfg.path.clone(), json))?
-            }
+            "siglip" => SiglipVisionConfig::from_hf(&cfg.nested("vision_config")?)?,
             _ => {
                 return Err(ModelError::UnsupportedModelType {
                     path: cfg.path.clone(),
@@ -232,6 +236,7 @@ impl SiglipVisionTransformer {
                 });
             }
         };
+        crate::hf::load::check_fits_file(cfg, weights, config.min_weights())?;
         let mut tower = config.init(device);
         load_safetensors(&mut tower, weights, &siglip_vision_keymap()?, &LoadOptions::default())?;
         Ok((tower, config))

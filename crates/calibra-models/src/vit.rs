@@ -6,6 +6,7 @@ use burn::prelude::*;
 
 use crate::encoder::EncoderOutput;
 use crate::error::ModelError;
+use crate::hf::load::blocks_min_weights;
 use crate::hf::{HfConfig, KeyMap};
 use crate::layers::{
     Activation, PatchEmbedding, PatchEmbeddingConfig, TransformerBlock, TransformerBlockConfig,
@@ -60,27 +61,26 @@ impl VitConfig {
                 return Err(cfg.unsupported(format!("pooler_act '{pooler_act}' (only tanh)")));
             }
         }
-        let hidden_size = cfg.req_usize("hidden_size")?;
-        let num_heads = cfg.req_usize("num_attention_heads")?;
-        if num_heads == 0 || !hidden_size.is_multiple_of(num_heads) {
-            return Err(cfg.invalid(format!(
-                "hidden_size {hidden_size} is not a multiple of num_attention_heads {num_heads}"
-            )));
-        }
+        let hidden_size = cfg.req_size("hidden_size")?;
+        let num_heads = cfg.req_size("num_attention_heads")?;
+        cfg.check_heads("hidden_size", hidden_size, "num_attention_heads", num_heads)?;
+        let image_size = cfg.req_square_size("image_size")?;
+        let patch_size = cfg.req_square_size("patch_size")?;
+        cfg.check_patch_grid(image_size, patch_size)?;
         Ok(Self {
             hidden_size,
-            num_layers: cfg.req_usize("num_hidden_layers")?,
+            num_layers: cfg.req_size("num_hidden_layers")?,
             num_heads,
-            intermediate_size: cfg.req_usize("intermediate_size")?,
+            intermediate_size: cfg.req_size("intermediate_size")?,
             activation,
-            layer_norm_eps: cfg.f64_or("layer_norm_eps", 1e-12)?,
-            image_size: cfg.square_size("image_size")?,
-            patch_size: cfg.square_size("patch_size")?,
-            num_channels: cfg.usize_or("num_channels", 3)?,
+            layer_norm_eps: cfg.positive_f64_or("layer_norm_eps", 1e-12)?,
+            image_size,
+            patch_size,
+            num_channels: cfg.size_or("num_channels", 3)?,
             qkv_bias: cfg.bool_or("qkv_bias", true)?,
             distillation_token: model_type == "deit",
             pooler_size: if has_pooler {
-                Some(cfg.usize_or("pooler_output_size", hidden_size)?)
+                Some(cfg.size_or("pooler_output_size", hidden_size)?)
             } else {
                 None
             },
@@ -90,6 +90,16 @@ impl VitConfig {
     /// Number of leading special tokens (1 for ViT, 2 for DeiT).
     pub fn num_prefix_tokens(&self) -> usize {
         1 + usize::from(self.distillation_token)
+    }
+
+    /// A lower bound on the number of weights of the model (see [`crate::hf::load::check_fits_file`]).
+    pub fn min_weights(&self) -> u128 {
+        let (d, p, g) =
+            (self.hidden_size as u128, self.patch_size as u128, (self.image_size / self.patch_size) as u128);
+        blocks_min_weights(self.num_layers, self.hidden_size, self.intermediate_size)
+            + (g * g + self.num_prefix_tokens() as u128) * d
+            + self.num_channels as u128 * p * p * d
+            + self.pooler_size.map_or(0, |s| s as u128 * d)
     }
 
     /// Builds the module with placeholder weights (load a checkpoint afterwards).

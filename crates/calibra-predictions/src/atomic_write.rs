@@ -12,6 +12,16 @@ pub fn write_atomically<F>(path: &Path, fill: F) -> Result<(), PredictionsError>
 where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
 {
+    write_atomically_with(path, fill, |from, to| fs::rename(from, to))
+}
+
+/// [`write_atomically`] with the final rename done by `rename(temporary, path)`: the hook fault-injection
+/// tests use to make the rename fail (the temporary file is removed, `path` untouched, as for any error).
+pub fn write_atomically_with<F, R>(path: &Path, fill: F, rename: R) -> Result<(), PredictionsError>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    R: FnOnce(&Path, &Path) -> std::io::Result<()>,
+{
     let wrap = |error| PredictionsError::Write { path: path.to_path_buf(), error };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -27,7 +37,7 @@ where
         fill(&mut out)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
-        fs::rename(&tmp, path)?;
+        rename(&tmp, path)?;
         // Persist the rename itself where the platform allows opening a directory.
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
@@ -54,6 +64,21 @@ mod tests {
             Err(std::io::Error::other("simulated failure"))
         });
         assert!(err.is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "old");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "temp file must be cleaned up");
+    }
+
+    #[test]
+    fn a_failing_rename_leaves_neither_target_nor_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.csv");
+        fs::write(&target, "old").unwrap();
+        let err = write_atomically_with(
+            &target,
+            |w| w.write_all(b"new"),
+            |_, _| Err(std::io::Error::other("no rename")),
+        );
+        assert!(err.unwrap_err().to_string().contains("no rename"));
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "temp file must be cleaned up");
     }

@@ -22,7 +22,7 @@ mod read;
 mod table;
 mod write;
 
-pub use atomic_write::write_atomically;
+pub use atomic_write::{write_atomically, write_atomically_with};
 pub use error::PredictionsError;
 pub use read::{read_predictions, read_predictions_from};
 pub use table::{Predictions, ScoreKind, Targets, Task};

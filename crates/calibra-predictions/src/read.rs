@@ -11,6 +11,15 @@ use std::path::Path;
 /// Read and validate a predictions CSV file (format in the crate documentation).
 pub fn read_predictions(path: &Path) -> Result<Predictions, PredictionsError> {
     let source = path.display().to_string();
+    if path.is_dir() {
+        return Err(PredictionsError::Io {
+            file: source,
+            error: std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a directory; expected a predictions CSV file",
+            ),
+        });
+    }
     let file = File::open(path).map_err(|error| PredictionsError::Io { file: source.clone(), error })?;
     read_predictions_from(file, &source)
 }
@@ -31,6 +40,7 @@ pub fn read_predictions_from<R: Read>(reader: R, source: &str) -> Result<Predict
     let mut scores = Vec::new();
     let mut classes = Vec::new();
     let mut labels = Vec::new();
+    let mut first_line: HashMap<String, u64> = HashMap::new();
     for record in records {
         let record = record.map_err(|e| csv_error(source, e))?;
         let line = record.position().map_or(0, |p| p.line());
@@ -62,6 +72,14 @@ pub fn read_predictions_from<R: Read>(reader: R, source: &str) -> Result<Predict
         let id = cell(layout.id_col)?;
         if id.is_empty() {
             return Err(bad(layout.id_col, "empty id".into()));
+        }
+        if let Some(first) = first_line.insert(id.to_string(), line) {
+            return Err(bad(
+                layout.id_col,
+                format!(
+                    "duplicate id `{id}` (first at line {first}): id `{id}` appears twice, and ids must be unique"
+                ),
+            ));
         }
         ids.push(id.to_string());
         let row_start = scores.len();
@@ -263,6 +281,21 @@ mod tests {
 
     fn err(text: &str) -> String {
         read(text).unwrap_err().to_string()
+    }
+
+    /// Issue 20: a duplicate id was reported as "header: id `x` appears twice (row 1)".
+    #[test]
+    fn a_duplicate_id_names_both_lines() {
+        let e = err("id,label,logit_a,logit_b\nx,0,1,2\ny,1,1,2\nx,1,0,0\n");
+        assert!(e.contains("test.csv: line 4, column `id`: duplicate id `x` (first at line 2)"), "{e}");
+        assert!(!e.contains("header"), "{e}");
+    }
+
+    #[test]
+    fn a_directory_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_predictions(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("is a directory; expected a predictions CSV file"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,8 @@ use calibra_crs::GapKind;
 use calibra_crs::encoder_analyses::{Analysis, EncoderAnalyses};
 use calibra_crs::focus_analyses::FocusReport;
 
-use crate::markdown::{format_number, markdown_table};
+use crate::capped_table::{FullTable, Tables};
+use crate::markdown::format_number;
 
 fn opt(x: Option<f64>) -> String {
     format_number(x)
@@ -18,6 +19,8 @@ fn num(x: f64) -> String {
 
 fn section<T>(
     md: &mut String,
+    tables: &mut Tables,
+    csv: &str,
     title: &str,
     a: &Analysis<T>,
     header: &[&str],
@@ -26,7 +29,11 @@ fn section<T>(
     md.push_str(&format!("\n### {title}\n\n"));
     match &a.status {
         Some(status) => md.push_str(&format!("_{status}._\n")),
-        None => md.push_str(&markdown_table(header, &a.rows.iter().map(row).collect::<Vec<_>>())),
+        None => md.push_str(&tables.table(
+            FullTable::Beside(csv),
+            header,
+            &a.rows.iter().map(row).collect::<Vec<_>>(),
+        )),
     }
     for n in &a.notes {
         md.push_str(&format!("\n- {n}"));
@@ -36,8 +43,13 @@ fn section<T>(
     }
 }
 
-/// `## Encoder analyses (E1–E6)`.
+/// `## Encoder analyses (E1–E6)`, every row.
 pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
+    encoder_analyses_md(e, &mut Tables::uncapped())
+}
+
+/// `## Encoder analyses (E1–E6)` with tables capped as `tables` says (each links its `eN_*.csv`).
+pub(crate) fn encoder_analyses_md(e: &EncoderAnalyses, tables: &mut Tables) -> String {
     let mut md = format!(
         "\n## Encoder analyses (E1–E6)\n\nFrom the metric rows (seed means) of regime `{}`; clean, full-label, raw (`none`) \
          runs of each cell's primary probe unless stated.\n",
@@ -45,6 +57,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     );
     section(
         &mut md,
+        tables,
+        "e1_specialist.csv",
         "E1 Specialist matched-domain gain",
         &e.specialist,
         &["encoder", "matched", "AUROC in", "AUROC out", "Δspec", "CRS in", "CRS out", "Δood", "margin in"],
@@ -64,6 +78,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     );
     section(
         &mut md,
+        tables,
+        "e2_calibration_repair.csv",
         "E2 Post-hoc calibration repair",
         &e.calibration_repair,
         &[
@@ -97,6 +113,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     );
     section(
         &mut md,
+        tables,
+        "e3_feature_depth.csv",
         "E3 Feature depth",
         &e.feature_depth,
         &["encoder", "dataset", "probe", "depth: AUROC / ECE", "best depth", "gain over final"],
@@ -117,6 +135,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     );
     section(
         &mut md,
+        tables,
+        "e4_corruption_miscalibration.csv",
         "E4 Corruption-induced miscalibration",
         &e.corruption_miscalibration,
         &["encoder", "dataset", "conditions", "mean AUROC drop", "mean ECE increase", "max ECE increase"],
@@ -141,6 +161,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     }
     section(
         &mut md,
+        tables,
+        "e5_prompting.csv",
         "E5 Prompting vs probing",
         &e.prompting,
         &[
@@ -168,6 +190,8 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     );
     section(
         &mut md,
+        tables,
+        "e6_label_crossover.csv",
         "E6 Label-fraction crossover",
         &e.label_crossover,
         &[
@@ -200,8 +224,25 @@ pub fn encoder_analyses_section(e: &EncoderAnalyses) -> String {
     md
 }
 
-/// `## Subgroup and quality gaps` and `## Adaptation deltas`.
+/// `## Subgroup and quality gaps` and `## Adaptation deltas`, every row.
 pub fn focus_section(f: &FocusReport) -> String {
+    focus_md(f, &mut Tables::uncapped())
+}
+
+/// Whether a delta favours the adapted run (larger AUROC/accuracy, smaller ECE/Brier).
+fn favours_adapted(metric: calibra_crs::SampleMetric, delta: f64) -> bool {
+    if metric.larger_is_better() { delta > 0.0 } else { delta < 0.0 }
+}
+
+/// Per (regimes, metric): pairs, BH-significant, significant favouring adapted, the point deltas.
+type DeltaTally = (usize, usize, usize, Vec<f64>);
+
+/// The significance level of the adaptation-delta summary (BH-adjusted p).
+const ALPHA: f64 = 0.05;
+
+/// The subgroup/quality gaps and adaptation deltas with tables capped as `tables` says: the deltas as a
+/// summary per (regimes, metric), then the pairs significant after Benjamini–Hochberg first.
+pub(crate) fn focus_md(f: &FocusReport, tables: &mut Tables) -> String {
     let mut md = String::new();
     for (kind, title) in
         [(GapKind::Subgroup, "Subgroup gaps"), (GapKind::Quality, "Image-quality strata gaps")]
@@ -245,7 +286,8 @@ pub fn focus_section(f: &FocusReport) -> String {
                 ]
             })
             .collect();
-        md.push_str(&markdown_table(
+        md.push_str(&tables.table(
+            FullTable::Beside("group_gaps.csv"),
             &[
                 "encoder",
                 "dataset",
@@ -288,15 +330,32 @@ pub fn focus_section(f: &FocusReport) -> String {
             f.bootstrap_replicates,
             f.bootstrap_seed
         ));
-        let rows: Vec<Vec<String>> = f
-            .adaptation
-            .iter()
-            .flat_map(|p| {
-                p.deltas.iter().map(move |d| {
+        // Summary per (regimes, metric): pairs, BH-significant, and how many of those favour adapting.
+        let mut summary: std::collections::BTreeMap<(String, &'static str), DeltaTally> =
+            std::collections::BTreeMap::new();
+        let mut rows: Vec<(f64, Vec<String>)> = Vec::new();
+        for p in &f.adaptation {
+            let regimes = format!("{} vs {}", p.adapted.regime, p.base.regime);
+            for d in &p.deltas {
+                let entry = summary.entry((regimes.clone(), d.metric.name())).or_default();
+                entry.0 += 1;
+                let significant = d.p_adjusted.is_some_and(|q| q < ALPHA);
+                if let Some(delta) = d.delta {
+                    entry.3.push(delta);
+                    if significant {
+                        entry.1 += 1;
+                        if favours_adapted(d.metric, delta) {
+                            entry.2 += 1;
+                        }
+                    }
+                }
+                rows.push((
+                    d.p_adjusted.unwrap_or(f64::INFINITY),
                     vec![
                         p.adapted.encoder.clone(),
                         p.adapted.dataset.clone(),
-                        format!("{} vs {}", p.adapted.regime, p.base.regime),
+                        regimes.clone(),
+                        p.adapted.probe.clone(),
                         p.adapted.condition.to_string(),
                         p.adapted.seed.to_string(),
                         d.metric.to_string(),
@@ -306,15 +365,34 @@ pub fn focus_section(f: &FocusReport) -> String {
                         format!("[{}, {}]", opt(d.lower), opt(d.upper)),
                         opt(d.p_value),
                         opt(d.p_adjusted),
-                    ]
-                })
+                    ],
+                ));
+            }
+        }
+        let summary_rows: Vec<Vec<String>> = summary
+            .into_iter()
+            .map(|((regimes, metric), (n, sig, fav, deltas))| {
+                let mean = (!deltas.is_empty()).then(|| deltas.iter().sum::<f64>() / deltas.len() as f64);
+                vec![regimes, metric.to_string(), n.to_string(), sig.to_string(), fav.to_string(), opt(mean)]
             })
             .collect();
-        md.push_str(&markdown_table(
+        md.push_str(&format!("Summary (significant: BH-adjusted p < {ALPHA}):\n\n"));
+        md.push_str(&tables.table(
+            FullTable::Write("adaptation_delta_summary"),
+            &["regimes", "metric", "pairs", "significant", "significant, favouring adapted", "mean Δ"],
+            &summary_rows,
+        ));
+        // Significant first (smallest adjusted p), then the rest in evaluation order (stable sort).
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
+        md.push_str("\nPairs, smallest adjusted p first:\n\n");
+        md.push_str(&tables.table(
+            FullTable::Beside("adaptation_deltas.csv"),
             &[
                 "encoder",
                 "dataset",
                 "regimes",
+                "method",
                 "condition",
                 "seed",
                 "metric",

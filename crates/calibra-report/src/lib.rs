@@ -4,7 +4,9 @@
 //! normalised profile bars, rank-displacement chart), Markdown table formatting, and the assembly of an
 //! evaluation's report ([`eval_report`]: `report.md` plus its figures).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
-//! no system libraries and no network, and any browser renders them.
+//! no system libraries and no network, and any browser renders them. [`svg_to_png`] rasterises them
+//! in pure Rust (resvg) with an embedded DejaVu Sans, and [`report_html`] makes the self-contained
+//! `report.html` (figures inlined as SVG, no script, nothing fetched).
 //!
 //! Must not depend on: burn, or file IO (callers write the files). Figures take plain data (names and
 //! numbers) so that any caller can draw them; the only calibra type they use is
@@ -12,18 +14,27 @@
 //! assembly ([`eval_report`]) reads calibra-crs's public `Evaluation`.
 #![forbid(unsafe_code)]
 
+mod capped_table;
 mod eval_report;
 mod focus_report;
+mod html;
 mod markdown;
+mod png;
 mod profile_bars;
 mod rank_displacement;
 mod reliability_diagram;
+mod reliability_grid;
 mod svg;
 
-pub use eval_report::{ReliabilityFigure, ReportFile, eval_report};
+pub use eval_report::{
+    ReliabilityFigure, ReportFile, ReportOptions, eval_report, eval_report_with, heading_anchor,
+};
 pub use focus_report::{encoder_analyses_section, focus_section};
+pub use html::report_html;
 pub use markdown::{format_number, markdown_table};
+pub use png::{PngError, svg_to_png};
 pub use profile_bars::{ProfileBar, profile_bars};
 pub use rank_displacement::rank_displacement;
 pub use reliability_diagram::reliability_diagram;
+pub use reliability_grid::{GridPanel, reliability_grid};
 pub use svg::Svg;

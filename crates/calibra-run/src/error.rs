@@ -18,6 +18,9 @@ pub enum RunError {
     /// The run store is held by another process (or a stale lock file is left).
     #[error("{}: the run store is locked by {holder}; if that process is gone, pass --break-lock", path.display())]
     Locked { path: PathBuf, holder: String },
+    /// `--break-lock` on a lock whose holder is alive on this host.
+    #[error("{}: refusing to break the lock: it is held by pid {pid} on host `{host}` (this host), started at unix time {started_unix_s}, and that process is still running; wait for it to finish, or stop it (`kill {pid}`) and rerun with --break-lock", path.display())]
+    LockHolderAlive { path: PathBuf, pid: u32, host: String, started_unix_s: u64 },
     /// The run store's files are inconsistent in a way crash recovery cannot explain.
     #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Store { path: PathBuf, line: Option<usize>, message: String },

@@ -4,7 +4,7 @@
 //! Owns: the recipe schema and its validation ([`recipe`], [`names`]); the grid — fits, record slots,
 //! feature passes ([`grid`]) — and the dry-run cost model ([`cost`]); fit keys ([`run_key`]); the run
 //! store — layout ([`snapshot`]), commit protocol and crash recovery ([`store`]), lock ([`lock`]);
-//! shards ([`shard`]), merging ([`merge`]); and the grid loop ([`runner`]) over an executor
+//! shards ([`shard`]), merging ([`merge`]), repair of a store whose journal and records disagree ([`repair`]); and the grid loop ([`runner`]) over an executor
 //! ([`executor`]).
 //!
 //! Must not depend on burn: executing a fit (probes, LoRA, CoOp) is the executor's job, plugged in by
@@ -15,6 +15,7 @@
 
 pub mod baseline;
 pub mod cost;
+pub mod encoder_check;
 pub mod error;
 pub mod executor;
 pub mod grid;
@@ -23,6 +24,7 @@ pub mod lock;
 pub mod merge;
 pub mod names;
 pub mod recipe;
+pub mod repair;
 pub mod run_key;
 pub mod runner;
 pub mod shard;
@@ -35,8 +37,9 @@ pub use executor::{ExecError, Executor, NoProgress, Progress, RunContext};
 pub use grid::{FeaturePass, FitConfig, FitMethod, FitSpec, Slot, expand, feature_passes};
 pub use merge::{MergeSummary, merge_stores};
 pub use recipe::{Recipe, ValidationOptions};
+pub use repair::{RepairSummary, repair_store};
 pub use run_key::FitKey;
 pub use runner::{RunSummary, check_outputs, run_grid, shard_fits};
 pub use shard::Shard;
 pub use snapshot::StoreSnapshot;
-pub use store::{PredictionsData, Recovery, RunOutput, RunStore, StoreOptions};
+pub use store::{FaultInjection, PredictionsData, Recovery, RunOutput, RunStore, StoreOptions};

@@ -7,7 +7,15 @@
 //! - a record whose run key is already in the output **with the same metrics** is an identical
 //!   duplicate (the same fit run twice, e.g. two overlapping shards) and is dropped;
 //! - the same run key with **different metrics** is a conflict: the merge stops with an error naming
-//!   both records as `file:line` (the output keeps what was committed before the conflict).
+//!   both records as `file:line`.
+//!
+//! Merges are all-or-nothing: every source is read and checked for conflicts before anything is
+//! written, and a new output store is built in a temporary directory beside it
+//! (`.<name>.merge-tmp-<pid>`) that is renamed to the output only once complete. A refused merge (a
+//! conflict, a source that is not a store) leaves no output and no temporary directory; a failure while
+//! writing (disk full) removes the temporary directory. Extending an existing output store appends
+//! through its crash-safe commits, so a write failure there leaves it consistent, holding the entries
+//! committed before the failure.
 //!
 //! Predictions files travel with their records (copied, atomically, to the output's path for them).
 //! Failures of a source are copied when the output does not hold that fit's slots at the end.
@@ -52,7 +60,78 @@ pub fn merge_stores(
             });
         }
     }
-    let mut store = RunStore::open(out, options)?;
+    if out.exists() && !out.is_dir() {
+        return Err(RunError::Store {
+            path: out.to_path_buf(),
+            line: None,
+            message:
+                "the output exists and is not a directory (expected a run store directory or a new path)"
+                    .into(),
+        });
+    }
+    check_conflicts(sources, out)?;
+    if out.join(RUNS_FILE).exists() {
+        return merge_into(sources, out, out, options);
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into());
+    let temp = out.with_file_name(format!(".{name}.merge-tmp-{}", std::process::id()));
+    if temp.exists() {
+        std::fs::remove_dir_all(&temp)
+            .map_err(|e| RunError::io(&temp, "cannot remove a leftover temporary merge directory", e))?;
+    }
+    let result = merge_into(sources, &temp, out, options).and_then(|summary| {
+        std::fs::rename(&temp, out)
+            .map_err(|e| RunError::io(out, "cannot move the merged store into place", e))
+            .map(|()| summary)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&temp);
+    }
+    result
+}
+
+/// Every conflict the merge would meet, found before anything is written: the first one is the error.
+fn check_conflicts(sources: &[PathBuf], out: &Path) -> Result<(), RunError> {
+    let mut seen: HashMap<String, (String, std::collections::BTreeMap<String, f64>)> = HashMap::new();
+    if out.join(RUNS_FILE).exists() {
+        let snapshot = StoreSnapshot::read(out)?;
+        let file = out.join(RUNS_FILE).display().to_string();
+        for r in snapshot.records {
+            seen.insert(record_key(&r.record), (format!("{file}:{}", r.line), r.record.metrics));
+        }
+    }
+    for source in sources {
+        let snapshot = StoreSnapshot::read(source)?;
+        let file = source.join(RUNS_FILE).display().to_string();
+        for r in snapshot.records {
+            let here = format!("{file}:{}", r.line);
+            match seen.get(&record_key(&r.record)) {
+                Some((first, metrics)) if *metrics != r.record.metrics => {
+                    return Err(RunError::Conflict {
+                        key: describe(&r.record),
+                        first: first.clone(),
+                        second: here,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(record_key(&r.record), (here, r.record.metrics));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merges into the store at `dir` (`out` when extending, a temporary directory otherwise); `out` is
+/// the name used in messages.
+fn merge_into(
+    sources: &[PathBuf],
+    dir: &Path,
+    out: &Path,
+    options: StoreOptions,
+) -> Result<MergeSummary, RunError> {
+    let mut store = RunStore::open(dir, options)?;
     let mut summary = MergeSummary { sources: sources.len(), ..Default::default() };
     // Where each run key written by this merge (or found in the output) came from.
     let mut origin: HashMap<String, String> = HashMap::new();
@@ -101,7 +180,7 @@ pub fn merge_stores(
         }
     }
     let finished: std::collections::HashSet<_> =
-        StoreSnapshot::read(out)?.entries.into_iter().map(|e| e.fit).collect();
+        StoreSnapshot::read(dir)?.entries.into_iter().map(|e| e.fit).collect();
     for f in failures.into_iter().filter(|f| !finished.contains(&f.fit)) {
         store.append_failure(&f)?;
         summary.failures_copied += 1;

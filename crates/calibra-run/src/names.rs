@@ -33,14 +33,21 @@ pub const SINGLE_LABEL_CALIBRATORS: &[&str] = &["vector", "dirichlet"];
 /// Acquisition perturbations (`[perturbations] names`), as named by calibra-data.
 pub const PERTURBATIONS: &[&str] = &["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"];
 
-/// Largest severity a recipe may ask for (severities are 1..=MAX_SEVERITY). calibra-data implements
-/// 1..=3 today; the recipe format admits up to 5 so that a longer ladder needs no format change, and
-/// an executor rejects a severity its data crate does not implement.
-pub const MAX_SEVERITY: u32 = 5;
+/// Largest severity a recipe may ask for (severities are 1..=MAX_SEVERITY): exactly what calibra-data
+/// implements ([`calibra_data::perturb::Severity::MAX_LEVEL`]), so that a recipe that validates never
+/// fails later with an unsupported severity.
+pub const MAX_SEVERITY: u32 = calibra_data::perturb::Severity::MAX_LEVEL as u32;
 
 /// LoRA target module names (`[regimes.lora] targets`), Hugging Face ViT/CLIP naming.
 pub const LORA_TARGETS: &[&str] =
     &["query", "key", "value", "dense", "fc1", "fc2", "q_proj", "k_proj", "v_proj", "out_proj"];
+
+/// `config.json` `model_type`s LoRA can be injected into (calibra-models' ViT/DeiT encoder; checked
+/// up front by [`crate::encoder_check`]).
+pub const LORA_MODEL_TYPES: &[&str] = &["vit", "deit"];
+
+/// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need.
+pub const CLIP_MODEL_TYPES: &[&str] = &["clip"];
 
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];

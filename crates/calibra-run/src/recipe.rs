@@ -567,11 +567,28 @@ impl Recipe {
     /// reported (with its key and line), not only the first.
     pub fn parse(text: &str, source: &str, options: ValidationOptions) -> Result<Recipe, RunError> {
         let recipe: Recipe = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().to_string();
+            // A field missing at the top level is reported with a span over the whole document: no
+            // line or key is at fault then (naming the first key of the file would mislead).
+            let top_level = e.span().is_some_and(|s| s.start == 0) && message.starts_with("missing field");
+            if top_level {
+                let hint = match message.trim_start_matches("missing field ").trim_matches('`') {
+                    "encoders" => " (add at least one [[encoders]] table with a `source`)",
+                    "datasets" => " (add at least one [[datasets]] table with a `spec`)",
+                    _ => "",
+                };
+                return RunError::Recipe {
+                    file: source.to_string(),
+                    line: None,
+                    key: String::new(),
+                    message: format!("{message} at the top level of the recipe{hint}"),
+                };
+            }
             let line = e.span().map(|s| line_of(text, s.start));
             // An unknown key's message names it; for other errors, name the key the span falls in.
             let key =
                 e.span().and_then(|s| path_at(text, s.start)).map(|p| p.to_string()).unwrap_or_default();
-            RunError::Recipe { file: source.to_string(), line, key, message: e.message().trim().to_string() }
+            RunError::Recipe { file: source.to_string(), line, key, message }
         })?;
         let problems = recipe.problems(options);
         if problems.is_empty() {
@@ -647,6 +664,15 @@ impl Recipe {
                 }
             } else if e.source.trim().is_empty() {
                 problem(at.key("source"), "the encoder source is empty".into());
+            } else if options.check_paths && Path::new(&e.source).is_file() {
+                problem(
+                    at.key("source"),
+                    format!(
+                        "local encoder `{}` is a file; an encoder is a checkpoint directory holding \
+                         config.json and model.safetensors (Hugging Face layout)",
+                        e.source
+                    ),
+                );
             } else if options.check_paths && !Path::new(&e.source).exists() {
                 problem(
                     at.key("source"),
@@ -657,6 +683,14 @@ impl Recipe {
                     ),
                 );
             }
+        }
+
+        if options.check_paths {
+            crate::encoder_check::check_encoders(
+                self,
+                crate::encoder_check::hf_hub_cache().as_deref(),
+                &mut problem,
+            );
         }
 
         // Datasets.
@@ -1201,7 +1235,9 @@ fn check_spec(
     match calibra_data::DatasetSpec::parse(spec) {
         Err(e) => problem(at.clone(), e.to_string()),
         Ok(parsed) => {
-            if parsed.format == calibra_data::DatasetFormat::Synth {
+            if let Err(e) = calibra_data::check_spec_options(&parsed) {
+                problem(at.clone(), e.to_string());
+            } else if parsed.format == calibra_data::DatasetFormat::Synth {
                 if calibra_data::SynthSuite::parse(&parsed.location).is_none() {
                     problem(at.clone(), format!("unknown synthetic suite `{}`", parsed.location));
                 }

@@ -7,8 +7,16 @@
 //! write error while committing make the fit **failed**: its error text goes to
 //! `journal/failures.jsonl` (never read by the evaluator), nothing of it enters `runs.jsonl`, and the
 //! grid continues — unless `fail_fast`, which stops with the error. Failed fits run again on resume.
+//!
+//! A **panic** inside the executor (a bug, or a library assertion such as a backend's dtype check) is
+//! caught and handled as that fit's error (`executor panicked: <message>`), so one bad fit cannot abort
+//! a grid of hundreds. After any failed fit, the temporary files this process's atomic writers leave
+//! when unwound mid-write (`.NAME.tmp-<pid>`, `NAME.tmp-<pid>`, `NAME.tmp`) are removed from the
+//! store's feature cache and the fit's directory, so no half-written output remains.
 
 use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 use std::time::Instant;
 
 use crate::error::RunError;
@@ -34,9 +42,14 @@ pub struct RunSummary {
     pub records_written: usize,
 }
 
-/// The fits of `recipe` that belong to `shard` (all when `None`), in grid order.
+/// The fits of `recipe` that belong to `shard` (all when `None`), in grid order; shards are balanced
+/// by estimated cost over the whole grid (see [`crate::shard`]).
 pub fn shard_fits(recipe: &Recipe, shard: Option<Shard>) -> Vec<FitSpec> {
-    expand(recipe).into_iter().filter(|f| shard.is_none_or(|s| s.contains(&f.key))).collect()
+    let grid = expand(recipe);
+    match shard {
+        None => grid,
+        Some(s) => s.select(recipe, grid),
+    }
 }
 
 /// Runs the grid (see the module docs).
@@ -65,9 +78,10 @@ pub fn run_grid(
         progress.fit_started(done, total, fit);
         let started = Instant::now();
         let features = store.features_dir();
-        let outcome = {
+        let (outcome, fit_dir) = {
             let mut ctx = RunContext::new(fit, missing.clone(), &features, progress);
-            executor.execute(fit, &mut ctx).map_err(|e| e.to_string())
+            let fit_dir = ctx.fit_dir();
+            (execute_caught(executor, fit, &mut ctx), fit_dir)
         };
         let outcome = outcome
             .and_then(|outputs| check_outputs(fit, &missing, &outputs).map(|()| outputs))
@@ -79,6 +93,8 @@ pub fn run_grid(
                 progress.fit_finished(fit, n, started.elapsed().as_secs_f64());
             }
             Err(error) => {
+                remove_stray_temporaries(&features);
+                remove_stray_temporaries(&fit_dir);
                 store.record_failure(fit, &error)?;
                 progress.fit_failed(fit, &error);
                 if fail_fast {
@@ -89,6 +105,56 @@ pub fn run_grid(
         }
     }
     Ok(summary)
+}
+
+/// Runs the executor on one fit; an error or a panic becomes the fit's error text.
+///
+/// `AssertUnwindSafe`: what a panicking executor may leave inconsistent is its own state (caches of
+/// loaded datasets and models) and the context; the runner drops the context and never reads the
+/// fit's partial outputs. An executor whose caches could be left half-updated must tolerate that
+/// (the burn executors' caches are insert-after-build maps, so an unwind leaves them unchanged).
+fn execute_caught(
+    executor: &dyn Executor,
+    fit: &FitSpec,
+    ctx: &mut RunContext<'_>,
+) -> Result<Vec<RunOutput>, String> {
+    match catch_unwind(AssertUnwindSafe(|| executor.execute(fit, ctx))) {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(payload) => Err(format!("executor panicked: {}", panic_message(payload.as_ref()))),
+    }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+/// Whether `name` is a temporary name of this process's atomic writers: `.X.tmp-<pid>` /
+/// `X.tmp-<pid>` (calibra-predictions, feature caches, checkpoints, adapters) or `X.tmp`.
+fn is_stray_temporary(name: &str, pid: u32) -> bool {
+    name.ends_with(&format!(".tmp-{pid}")) || name.ends_with(".tmp")
+}
+
+/// Removes every stray temporary (see [`is_stray_temporary`]) under `dir`, recursively. Best effort:
+/// a directory that does not exist or cannot be read is left alone.
+fn remove_stray_temporaries(dir: &Path) {
+    let pid = std::process::id();
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if entry.file_name().to_str().is_some_and(|n| is_stray_temporary(n, pid)) {
+            let _ = if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        } else if is_dir {
+            remove_stray_temporaries(&path);
+        }
+    }
 }
 
 /// Checks an executor's outputs against the fit (see the module docs).

@@ -115,8 +115,12 @@ impl StoreSnapshot {
             }
             if entry.start != expected_start || entry.end < entry.start {
                 return Err(at(format!(
-                    "entry covers bytes {}..{} of {RUNS_FILE}, expected it to start at {expected_start}",
-                    entry.start, entry.end
+                    "entry covers bytes {}..{} of {RUNS_FILE}, expected it to start at {expected_start} \
+                     (the journal and the records disagree, e.g. two processes wrote this store; \
+                     `calibra merge --repair {}` keeps every committed record once)",
+                    entry.start,
+                    entry.end,
+                    dir.display()
                 )));
             }
             expected_start = entry.end;
@@ -171,12 +175,14 @@ impl StoreSnapshot {
                     path: journal_path.clone(),
                     line: None,
                     message: format!(
-                        "journal entry {} (fit {}) announces {} records but bytes {}..{} of {RUNS_FILE} hold {n}",
+                        "journal entry {} (fit {}) announces {} records but bytes {}..{} of {RUNS_FILE} hold {n} \
+                         (`calibra merge --repair {}` keeps every committed record once)",
                         i + 1,
                         entry.fit,
                         entry.records,
                         entry.start,
-                        entry.end
+                        entry.end,
+                        dir.display()
                     ),
                 });
             }

@@ -69,6 +69,61 @@ pub struct Recovery {
     pub journal_bytes_cut: u64,
 }
 
+/// Faults a test injects into a store's writes ([`RunStore::inject_faults`]): what a full disk or a
+/// failing rename does, at a chosen point of the commit protocol. Not used outside tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultInjection {
+    /// Bytes the store may still write (predictions files, runs.jsonl, the journal, in commit order)
+    /// before every further write fails with "no space left" (`None`: no limit).
+    pub fail_after_bytes: Option<u64>,
+    /// How many of the next predictions-file renames fail.
+    pub fail_renames: usize,
+}
+
+impl FaultInjection {
+    /// Takes up to `len` bytes of the budget: how many may be written, and whether the write must fail.
+    fn take(&mut self, len: usize) -> (usize, bool) {
+        match &mut self.fail_after_bytes {
+            None => (len, false),
+            Some(left) => {
+                let n = (*left).min(len as u64) as usize;
+                *left -= n as u64;
+                (n, n < len)
+            }
+        }
+    }
+}
+
+fn disk_full() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (injected fault)")
+}
+
+/// A writer that spends a fault budget and fails, having written what the budget allowed.
+struct Budgeted<'a, W: Write + ?Sized> {
+    inner: &'a mut W,
+    faults: &'a mut FaultInjection,
+}
+
+impl<W: Write + ?Sized> Write for Budgeted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (n, fail) = self.faults.take(buf.len());
+        if n == 0 && fail {
+            return Err(disk_full());
+        }
+        self.inner.write(&buf[..n])
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Appends `bytes` to `file` within the fault budget.
+fn append(file: &mut File, bytes: &[u8], faults: &mut FaultInjection) -> std::io::Result<()> {
+    let (n, fail) = faults.take(bytes.len());
+    file.write_all(&bytes[..n])?;
+    if fail { Err(disk_full()) } else { Ok(()) }
+}
+
 /// A failed fit, as written to `journal/failures.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct FailureEntry {
@@ -94,6 +149,7 @@ pub struct RunStore {
     lines: usize,
     entries: usize,
     recovery: Recovery,
+    faults: FaultInjection,
 }
 
 /// How to open a store.
@@ -157,12 +213,18 @@ impl RunStore {
             lines,
             entries: snapshot.entries.len(),
             recovery,
+            faults: FaultInjection::default(),
         })
     }
 
     /// The store directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Makes the store's later writes fail as `faults` says (fault-injection tests).
+    pub fn inject_faults(&mut self, faults: FaultInjection) {
+        self.faults = faults;
     }
 
     /// What opening repaired.
@@ -226,7 +288,21 @@ impl RunStore {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| RunError::io(parent, "cannot create the predictions directory", e))?;
                 }
-                calibra_predictions::write_atomically(&path, write).map_err(|e| RunError::Store {
+                let faults = &mut self.faults;
+                let fail_rename = faults.fail_renames > 0;
+                faults.fail_renames = faults.fail_renames.saturating_sub(1);
+                calibra_predictions::write_atomically_with(
+                    &path,
+                    |w| write(&mut Budgeted { inner: w, faults }),
+                    |from, to| {
+                        if fail_rename {
+                            Err(std::io::Error::other("rename failed (injected fault)"))
+                        } else {
+                            std::fs::rename(from, to)
+                        }
+                    },
+                )
+                .map_err(|e| RunError::Store {
                     path: path.clone(),
                     line: None,
                     message: e.to_string(),
@@ -247,14 +323,11 @@ impl RunStore {
         let entry_line = serde_json::to_string(&entry).expect("a journal entry serialises") + "\n";
         let runs_path = self.dir.join(RUNS_FILE);
         let journal_path = self.dir.join(FITS_JOURNAL);
-        let result = self
-            .runs
-            .write_all(lines.as_bytes())
+        let result = append(&mut self.runs, lines.as_bytes(), &mut self.faults)
             .and_then(|()| self.runs.sync_data())
             .map_err(|e| RunError::io(&runs_path, "cannot append the run records", e))
             .and_then(|()| {
-                self.journal
-                    .write_all(entry_line.as_bytes())
+                append(&mut self.journal, entry_line.as_bytes(), &mut self.faults)
                     .and_then(|()| self.journal.sync_data())
                     .map_err(|e| RunError::io(&journal_path, "cannot append the commit journal", e))
             });

@@ -72,3 +72,39 @@ fn conflicting_duplicates_name_both_sources_and_lines() {
     assert!(msg.contains(&format!("{a_runs}:1")) && msg.contains(&format!("{b_runs}:1")), "{msg}");
     assert!(msg.contains("different metrics"), "{msg}");
 }
+
+/// Issue 20 defect 9: a refused merge left a partial output store (the records before the conflict)
+/// that `eval` then evaluated. A merge is all-or-nothing.
+#[test]
+fn a_refused_merge_leaves_nothing_behind() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    run(a.path(), None, &TestExecutor::default());
+    run(b.path(), None, &TestExecutor { salt: "other".into(), ..Default::default() });
+    let out = tempfile::tempdir().unwrap();
+    let sources = [a.path().to_path_buf(), b.path().to_path_buf()];
+    merge_stores(&sources, &out.path().join("m"), StoreOptions::default()).unwrap_err();
+    let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "a refused merge left {left:?}");
+    // Extending an existing store: a conflict found anywhere leaves it byte for byte as it was.
+    let halves = tempfile::tempdir().unwrap();
+    let half = |i| {
+        let dir = halves.path().join(format!("half{i}"));
+        run(&dir, Some(Shard { index: i, count: 2 }), &TestExecutor::default());
+        dir
+    };
+    let (first, second) = (half(0), half(1));
+    let existing = out.path().join("existing");
+    merge_stores(&[first], &existing, StoreOptions::default()).unwrap();
+    let before = std::fs::read(existing.join("runs.jsonl")).unwrap();
+    let journal = std::fs::read(existing.join("journal/fits.jsonl")).unwrap();
+    // `second` adds new records, then `b` conflicts: before the fix the new records were kept.
+    merge_stores(&[second, b.path().to_path_buf()], &existing, StoreOptions::default()).unwrap_err();
+    assert_eq!(std::fs::read(existing.join("runs.jsonl")).unwrap(), before);
+    assert_eq!(std::fs::read(existing.join("journal/fits.jsonl")).unwrap(), journal);
+    // A file as the output is refused by name.
+    let file = out.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let err = merge_stores(&sources[..1], &file, StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("not a directory"), "{err}");
+}

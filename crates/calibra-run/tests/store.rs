@@ -101,6 +101,55 @@ fn failed_fits_are_recorded_apart_and_the_grid_continues_unless_fail_fast() {
     assert_eq!(*failing.calls.borrow(), 5); // 4 logistic fits of the first encoder, then the first knn
 }
 
+/// Every file name under `dir`, recursively (empty when `dir` does not exist).
+fn all_names(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.file_name().to_string_lossy().into_owned());
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(all_names(&entry.path()));
+        }
+    }
+    out
+}
+
+/// Issue 20: a panic inside one fit (here an assertion, as burn's dtype check was) is that fit's
+/// failure record, the grid continues, nothing half-written is left, and `--fail-fast` stops.
+#[test]
+fn a_panicking_fit_is_a_failure_record_and_the_grid_continues_unless_fail_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let panicking = TestExecutor { panic_on: Some("/lora/".into()), ..Default::default() };
+    let s = run_grid(&recipe(), &mut open(dir.path()), &panicking, None, false, &mut NoProgress).unwrap();
+    assert_eq!((s.completed, s.failed.len()), (16, 2));
+    assert!(
+        s.failed[0].1.contains("executor panicked") && s.failed[0].1.contains("simulated panic"),
+        "{:?}",
+        s.failed
+    );
+    let failures = std::fs::read_to_string(dir.path().join("journal/failures.jsonl")).unwrap();
+    assert_eq!(failures.lines().count(), 2);
+    assert!(failures.contains("executor panicked"), "{failures}");
+    assert_eq!(RunRecordSet::from_paths(&[dir.path().join("runs.jsonl")]).unwrap().len(), 16 * 12);
+    let names = [all_names(&dir.path().join("features")), all_names(&dir.path().join("fits"))].concat();
+    assert!(!names.iter().any(|n| n.contains(".tmp")), "half-written outputs left: {names:?}");
+    // Resuming with a working executor runs only the two fits that panicked.
+    let fixed = TestExecutor::default();
+    let s = run_grid(&recipe(), &mut open(dir.path()), &fixed, None, false, &mut NoProgress).unwrap();
+    assert_eq!((s.already_done, s.completed), (16, 2));
+    // --fail-fast stops at the first panicking fit, with the panic as the error.
+    let dir = tempfile::tempdir().unwrap();
+    let panicking = TestExecutor { panic_on: Some("knn".into()), ..Default::default() };
+    let err =
+        run_grid(&recipe(), &mut open(dir.path()), &panicking, None, true, &mut NoProgress).unwrap_err();
+    assert!(
+        matches!(&err, RunError::FitFailed { message, .. } if message.contains("simulated panic")),
+        "{err}"
+    );
+    assert_eq!(*panicking.calls.borrow(), 5);
+    let failures = std::fs::read_to_string(dir.path().join("journal/failures.jsonl")).unwrap();
+    assert_eq!(failures.lines().count(), 1);
+}
+
 #[test]
 fn executor_outputs_that_do_not_match_the_fit_are_failures() {
     let dir = tempfile::tempdir().unwrap();
@@ -158,4 +207,86 @@ fn a_grown_recipe_appends_only_the_new_slots() {
     let s = run_grid(&grown, &mut open(dir.path()), &exec, None, false, &mut NoProgress).unwrap();
     assert_eq!((s.completed, s.records_written), (18, 18 * 6));
     assert_eq!(RunRecordSet::from_paths(&[dir.path().join("runs.jsonl")]).unwrap().len(), 18 * 18);
+}
+
+/// Issue 20 defect 1: two processes appending to one store (a broken live lock) leave journal entries
+/// in pairs claiming the same bytes, and every later open refuses the store. Repair keeps every
+/// committed record exactly once: the result is byte for byte the store one process writes; records
+/// of an append that never committed are dropped.
+#[test]
+fn repair_rebuilds_a_store_written_by_two_processes() {
+    let reference = tempfile::tempdir().unwrap();
+    let exec = TestExecutor::default();
+    run_grid(&recipe(), &mut open(reference.path()), &exec, None, false, &mut NoProgress).unwrap();
+    let runs = std::fs::read(reference.path().join("runs.jsonl")).unwrap();
+    let journal = std::fs::read_to_string(reference.path().join("journal/fits.jsonl")).unwrap();
+    // Interleave: each fit's records appended twice (once per writer), each journal line twice.
+    let mut doubled_runs = Vec::new();
+    let mut doubled_journal = String::new();
+    for line in journal.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (s, t) = (e["start"].as_u64().unwrap() as usize, e["end"].as_u64().unwrap() as usize);
+        doubled_runs.extend_from_slice(&runs[s..t]);
+        doubled_runs.extend_from_slice(&runs[s..t]);
+        doubled_journal.push_str(&format!("{line}\n{line}\n"));
+    }
+    // A third writer's append that never reached the journal, and a torn last line.
+    let first_line = &runs[..runs.iter().position(|&b| b == b'\n').unwrap() + 1];
+    let stray = String::from_utf8(first_line.to_vec()).unwrap().replace("\"seed\":0", "\"seed\":7");
+    let v: serde_json::Value = serde_json::from_str(&stray).unwrap();
+    let fit = v["paths"]["predictions"].as_str().unwrap().split('/').nth(1).unwrap().to_string();
+    let stray = stray.replace(&fit, &"f".repeat(64));
+    doubled_runs.extend_from_slice(stray.as_bytes());
+    doubled_runs.extend_from_slice(b"{\"encoder\":\"to");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(reference.path(), dir.path());
+    std::fs::write(dir.path().join("runs.jsonl"), &doubled_runs).unwrap();
+    std::fs::write(dir.path().join("journal/fits.jsonl"), &doubled_journal).unwrap();
+    let err = RunStore::open(dir.path(), StoreOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("expected it to start at"), "{err}");
+
+    let summary = calibra_run::repair_store(dir.path(), false).unwrap();
+    assert!(summary.changed);
+    assert_eq!(summary.records_kept, 216);
+    assert_eq!(summary.duplicates_dropped, 216);
+    assert_eq!(summary.uncommitted_dropped, 1);
+    assert_eq!(summary.unreadable_lines, 1);
+    assert!(summary.incomplete_fits.is_empty());
+    assert_eq!(std::fs::read(dir.path().join("runs.jsonl")).unwrap(), runs);
+    assert_eq!(std::fs::read_to_string(dir.path().join("journal/fits.jsonl")).unwrap(), journal);
+    let backup = summary.backup.unwrap();
+    assert_eq!(std::fs::read(backup.join("runs.jsonl")).unwrap(), doubled_runs);
+    // The store is usable again: resume runs nothing, and a second repair changes nothing.
+    let s = run_grid(&recipe(), &mut open(dir.path()), &exec, None, false, &mut NoProgress).unwrap();
+    assert_eq!((s.already_done, s.completed), (18, 0));
+    let again = calibra_run::repair_store(dir.path(), false).unwrap();
+    assert!(!again.changed && again.records_kept == 216, "{again:?}");
+}
+
+#[test]
+fn repair_refuses_conflicting_duplicates_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    run_grid(&recipe(), &mut open(dir.path()), &TestExecutor::default(), None, false, &mut NoProgress)
+        .unwrap();
+    let runs = std::fs::read_to_string(dir.path().join("runs.jsonl")).unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("journal/fits.jsonl")).unwrap();
+    let first = runs.lines().next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(first).unwrap();
+    let auroc = v["metrics"]["macro_auroc"].as_f64().unwrap();
+    let other = first.replace(&format!("{auroc}"), "0.123");
+    let broken_journal = format!("{journal}{}\n", journal.lines().next().unwrap());
+    let broken_runs = format!("{runs}{other}\n");
+    std::fs::write(dir.path().join("runs.jsonl"), &broken_runs).unwrap();
+    std::fs::write(dir.path().join("journal/fits.jsonl"), &broken_journal).unwrap();
+    let err = calibra_run::repair_store(dir.path(), false).unwrap_err();
+    assert!(matches!(err, RunError::Conflict { .. }), "{err}");
+    assert!(err.to_string().contains("runs.jsonl:1") && err.to_string().contains("runs.jsonl:217"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("runs.jsonl")).unwrap(), broken_runs);
+    assert!(
+        !dir.path().join("journal").read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("before-repair"))
+    );
 }

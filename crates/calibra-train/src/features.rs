@@ -210,12 +210,12 @@ impl PreparedPass {
             let images = image_batch(&self.dataset, chunk, &self.preprocess, self.request.condition)?
                 .to_tensor(device);
             let outputs = encoder.embed_at_depths(images, &self.request.layers)?;
-            for ((_, rows), out) in layers.iter_mut().zip(outputs) {
+            for ((fraction, rows), out) in layers.iter_mut().zip(outputs) {
                 dim = out.dims()[1];
                 let data = out.into_data();
-                rows.extend_from_slice(
-                    data.as_slice::<f32>().map_err(|e| FeatureError::Invalid(format!("{e:?}")))?,
-                );
+                let values = data.as_slice::<f32>().map_err(|e| FeatureError::Invalid(format!("{e:?}")))?;
+                self.check_finite(chunk, *fraction, dim, values)?;
+                rows.extend_from_slice(values);
             }
             done += chunk.len();
             progress(done, total);
@@ -228,6 +228,28 @@ impl PreparedPass {
             dim,
             fingerprint: self.fingerprint.clone(),
         })
+    }
+
+    /// A non-finite feature (NaN or ±inf from the encoder) is an error naming the sample, so that no
+    /// feature file, probe or record is ever made from it.
+    fn check_finite(
+        &self,
+        chunk: &[usize],
+        fraction: f64,
+        dim: usize,
+        values: &[f32],
+    ) -> Result<(), FeatureError> {
+        let Some(at) = values.iter().position(|v| !v.is_finite()) else { return Ok(()) };
+        let sample = &self.dataset.samples[chunk[at / dim.max(1)]];
+        Err(FeatureError::Invalid(format!(
+            "encoder `{}` gave a non-finite feature ({} in dimension {} at depth {fraction}) for sample `{}` \
+             of `{}`; nothing was written (check the checkpoint's weights and the image)",
+            self.request.encoder,
+            values[at],
+            at % dim.max(1),
+            sample.id,
+            self.request.data
+        )))
     }
 
     /// Read `out` if it holds this pass's fingerprint, else compute and write it atomically.

@@ -269,6 +269,16 @@ pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
     order
 }
 
+/// Names the optimiser step (1-based) of a non-finite loss.
+pub(crate) fn at_step(e: TrainError, step: usize, total_steps: usize) -> TrainError {
+    match e {
+        TrainError::NonFinite { what, value } => {
+            TrainError::NonFinite { what: format!("{what} at step {step} of {total_steps}"), value }
+        }
+        other => other,
+    }
+}
+
 /// Train `model` (its trainable parameters: those with `require_grad`) on `data` with `loss`.
 ///
 /// `device` must be an autodiff device and `model` must live on it. With `checkpoint_dir`, the run
@@ -333,7 +343,7 @@ pub fn train<M: Classifier>(
         device.seed(mix(config.seed, 1 << 40 | step as u64));
         let logits = model.logits(data.images(indices, device));
         let value = loss.forward(&data.loss_batch(logits, indices)?)?;
-        let loss_value = finite_value(&value)?;
+        let loss_value = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
         let lr = schedule.lr(step);
         let grad_norm;
         (model, grad_norm) = update(model, value, &mut optimizer, lr, config.max_grad_norm)?;
@@ -377,5 +387,22 @@ impl From<crate::checkpoint_dir::CheckpointFault> for TrainerError {
                 TrainerError::Checkpoint { path, why }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Device, Tensor, TensorData};
+
+    use super::*;
+
+    /// Issue 20: a non-finite loss stops training with the step named (the trainer calls
+    /// `finite_value` on every step's loss before the update, so nothing is stepped or saved).
+    #[test]
+    fn a_non_finite_loss_names_its_step() {
+        let device = Device::flex();
+        let loss = Tensor::<1>::from_data(TensorData::new(vec![f32::NAN], [1]), &device);
+        let err = finite_value(&loss).map_err(|e| at_step(e, 3, 10)).unwrap_err().to_string();
+        assert!(err.contains("loss value at step 3 of 10 is not finite"), "{err}");
     }
 }

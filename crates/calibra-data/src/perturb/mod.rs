@@ -94,7 +94,7 @@ impl Perturbation {
     }
 
     /// The documented parameter of each severity 1, 2, 3 (see the module table).
-    pub fn ladder(self) -> [f64; 3] {
+    pub fn ladder(self) -> [f64; Severity::MAX_LEVEL as usize] {
         match self {
             Perturbation::GaussianBlur => [1.0, 2.0, 4.0],
             Perturbation::Jpeg => [40.0, 20.0, 10.0],
@@ -110,15 +110,19 @@ impl Perturbation {
 pub struct Severity(u8);
 
 impl Severity {
+    /// The largest level implemented (levels are `1..=MAX_LEVEL`). The one source of truth: the
+    /// ladders above have this many steps, and recipe validation (calibra-run) reads it.
+    pub const MAX_LEVEL: u8 = 3;
+
     /// All three severities.
-    pub const ALL: [Severity; 3] = [Severity(1), Severity(2), Severity(3)];
+    pub const ALL: [Severity; Self::MAX_LEVEL as usize] = [Severity(1), Severity(2), Severity(3)];
 
     /// A severity from 1, 2 or 3.
     pub fn new(level: u8) -> Result<Severity, DataError> {
-        if (1..=3).contains(&level) {
+        if (1..=Self::MAX_LEVEL).contains(&level) {
             Ok(Severity(level))
         } else {
-            Err(DataError::Invalid(format!("severity must be 1, 2 or 3, got {level}")))
+            Err(DataError::Invalid(format!("severity must be 1..={}, got {level}", Self::MAX_LEVEL)))
         }
     }
 

@@ -1,16 +1,39 @@
 //! `imagefolder:` — one subfolder per class (`root/<class>/<image>`), as torchvision's ImageFolder;
 //! or official splits one level up (`root/{train,val,test}/<class>/<image>`, split folder names as
-//! [`crate::Split::parse`]). Files ending in `.png`, `.jpg` or `.jpeg` (any case) are images; other
-//! files and hidden entries (names starting with `.`) are ignored. Classes are the sorted union of class folder names; a sample's id is its path
+//! [`crate::Split::parse`]). Files ending in `.png`, `.jpg` or `.jpeg` (any case) are images; hidden
+//! entries (names starting with `.`) and files that are not images (`labels.csv`, `README`) are
+//! ignored. Bad images are reported, never dropped silently: a symbolic link whose target is missing,
+//! and an image in a format calibra does not decode ([`UNSUPPORTED_IMAGE_EXTENSIONS`]: `.tif`, `.bmp`,
+//! `.dcm`, ...), are an error naming the file under `--on-bad-image fail` and a skipped sample under
+//! `skip`. Classes are the sorted union of class folder names; a sample's id is its path
 //! relative to the root, with `/` separators.
 
-use super::{LoadOptions, SampleCollector};
-use crate::dataset::{Dataset, LabelSpace, Metadata, Sample, Split, Target, TaskKind};
+use super::{BadImagePolicy, LoadOptions, SampleCollector};
+use crate::dataset::{Dataset, LabelSpace, Metadata, Sample, SkippedSample, Split, Target, TaskKind};
 use crate::error::DataError;
 use crate::image_source::ImageSource;
 use crate::spec::DatasetSpec;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// Extensions of image formats calibra does not decode (convert them to PNG).
+pub const UNSUPPORTED_IMAGE_EXTENSIONS: &[&str] =
+    &["tif", "tiff", "bmp", "gif", "webp", "dcm", "dicom", "nii", "jp2", "heic"];
+
+/// Why `path` (not a decodable image file) is a bad image, or `None` when it is simply not an image.
+fn bad_image_reason(path: &Path) -> Option<String> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link && !path.exists() {
+        return Some(format!("{} is a symbolic link to a file that does not exist", path.display()));
+    }
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase)?;
+    UNSUPPORTED_IMAGE_EXTENSIONS.contains(&ext.as_str()).then(|| {
+        format!(
+            "{}: .{ext} images are not decoded by calibra (PNG and JPEG are); convert it to PNG",
+            path.display()
+        )
+    })
+}
 
 fn is_image(path: &Path) -> bool {
     path.extension()
@@ -32,7 +55,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DataError> {
 }
 
 /// Reads an ImageFolder tree.
-pub fn read(spec: &DatasetSpec, _options: &LoadOptions) -> Result<Dataset, DataError> {
+pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataError> {
     let root = spec.path();
     let top: Vec<PathBuf> = sorted_entries(&root)?.into_iter().filter(|p| p.is_dir()).collect();
     let split_dirs: Vec<(Split, PathBuf)> = top
@@ -66,10 +89,30 @@ pub fn read(spec: &DatasetSpec, _options: &LoadOptions) -> Result<Dataset, DataE
         return Err(DataError::file(&root, "has no class folders (expected root/<class>/<image>)"));
     }
     let mut collector = SampleCollector::new();
+    let mut skipped = Vec::new();
     for (split, dir) in &class_dirs {
         let class_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let class = names.iter().position(|n| n == class_name).expect("collected above");
-        for file in sorted_entries(dir)?.into_iter().filter(|p| p.is_file() && is_image(p)) {
+        let entries = sorted_entries(dir)?;
+        for path in &entries {
+            if path.is_file() && is_image(path) {
+                continue;
+            }
+            if let Some(reason) = bad_image_reason(path) {
+                match options.on_bad_image {
+                    BadImagePolicy::Fail => {
+                        return Err(DataError::file(
+                            path,
+                            format!("{reason} (pass --on-bad-image skip to leave it out)"),
+                        ));
+                    }
+                    BadImagePolicy::Skip => {
+                        skipped.push(SkippedSample { location: path.display().to_string(), reason })
+                    }
+                }
+            }
+        }
+        for file in entries.into_iter().filter(|p| p.is_file() && is_image(p)) {
             let id = file
                 .strip_prefix(&root)
                 .unwrap_or(&file)
@@ -98,6 +141,6 @@ pub fn read(spec: &DatasetSpec, _options: &LoadOptions) -> Result<Dataset, DataE
         name: spec.raw.clone(),
         labels: LabelSpace { kind: TaskKind::Multiclass, names },
         samples,
-        skipped: Vec::new(),
+        skipped,
     })
 }

@@ -37,25 +37,60 @@ pub fn load_dataset(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset
         DatasetFormat::CheXpert => chexpert::read(spec, options)?,
         DatasetFormat::MimicCxr => mimic::read(spec, options)?,
         DatasetFormat::MedMnist => medmnist::read(spec)?,
-        DatasetFormat::Synth => {
-            let suite = SynthSuite::parse(&spec.location).ok_or_else(|| {
-                spec.error(format!(
-                    "unknown synthetic suite `{}`; expected one of {}",
-                    spec.location,
-                    SynthSuite::ALL.map(|s| s.name()).join(", ")
-                ))
-            })?;
-            let defaults = SynthConfig::new(suite);
-            synth_dataset(&SynthConfig {
-                suite,
-                n: spec.parsed_option("n", defaults.n)?,
-                seed: spec.parsed_option("seed", defaults.seed)?,
-                size: spec.parsed_option("size", defaults.size)?,
-            })?
-        }
+        DatasetFormat::Synth => synth_dataset(&synth_config(spec)?)?,
     };
     dataset.validate()?;
     Ok(dataset)
+}
+
+/// The synthetic dataset a `synth:` spec names, with its options parsed and range-checked (n >= 1,
+/// size >= 28), without generating anything.
+pub fn synth_config(spec: &DatasetSpec) -> Result<SynthConfig, DataError> {
+    let suite = SynthSuite::parse(&spec.location).ok_or_else(|| {
+        spec.error(format!(
+            "unknown synthetic suite `{}`; expected one of {}",
+            spec.location,
+            SynthSuite::ALL.map(|s| s.name()).join(", ")
+        ))
+    })?;
+    let defaults = SynthConfig::new(suite);
+    let config = SynthConfig {
+        suite,
+        n: spec.parsed_option("n", defaults.n)?,
+        seed: spec.parsed_option("seed", defaults.seed)?,
+        size: spec.parsed_option("size", defaults.size)?,
+    };
+    if config.n == 0 {
+        return Err(spec.error("option `n=0`: a synthetic dataset needs n >= 1 samples"));
+    }
+    if config.size < 28 {
+        return Err(
+            spec.error(format!("option `size={}`: synthetic images are at least 28 pixels", config.size))
+        );
+    }
+    Ok(config)
+}
+
+/// Checks every option of `spec` whose valid values are known without reading any file (synthetic
+/// `n`/`seed`/`size`, `task`, `policy`, `blank`), so that a recipe or `--dry-run` refuses
+/// `synth:derm?n=abc` up front instead of when the dataset is first loaded.
+pub fn check_spec_options(spec: &DatasetSpec) -> Result<(), DataError> {
+    if spec.format == DatasetFormat::Synth {
+        synth_config(spec)?;
+    }
+    if let Some(t) = spec.option("task") {
+        let allowed: &[&str] = match spec.format {
+            DatasetFormat::MedMnist | DatasetFormat::Csv => &["multiclass", "ordinal", "multilabel"],
+            _ => &[],
+        };
+        if !allowed.contains(&t) {
+            return Err(spec.error(format!("option `task={t}`: expected multiclass, ordinal or multilabel")));
+        }
+    }
+    if spec.option("policy").is_some() || spec.option("blank").is_some() {
+        label_rules(spec)?;
+    }
+    Ok(())
 }
 
 /// Reads the `policy` and `blank` options into multilabel cell rules.
@@ -100,5 +135,33 @@ impl SampleCollector {
 
     pub fn into_samples(self) -> Vec<Sample> {
         self.samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20 defect 8: `synth:derm?n=abc` passed `--dry-run` and failed only when loaded.
+    #[test]
+    fn spec_options_are_checked_without_reading_anything() {
+        for (spec, needle) in [
+            ("synth:derm?n=abc", "n=abc"),
+            ("synth:derm?n=0", "n >= 1"),
+            ("synth:derm?size=10", "at least 28"),
+            ("synth:derm?seed=-1", "seed=-1"),
+            ("csv:/nowhere.csv?task=binary", "task=binary"),
+            ("chexpert:/nowhere?policy=maybe", "policy=maybe"),
+            ("chexpert:/nowhere?blank=x", "blank=x"),
+        ] {
+            let parsed = DatasetSpec::parse(spec).unwrap();
+            let err = check_spec_options(&parsed).unwrap_err().to_string();
+            assert!(err.contains(needle) && err.contains(spec), "{spec}: {err}");
+        }
+        for spec in
+            ["synth:derm?n=40&size=32&seed=3", "csv:/nowhere.csv?task=ordinal", "chexpert:/x?policy=ones"]
+        {
+            check_spec_options(&DatasetSpec::parse(spec).unwrap()).unwrap();
+        }
     }
 }

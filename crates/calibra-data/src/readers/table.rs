@@ -17,6 +17,9 @@ pub struct Table {
 impl Table {
     /// Reads a whole CSV file; a name ending in `.gz` is gunzipped first.
     pub fn read(path: &Path) -> Result<Table, DataError> {
+        if path.is_dir() {
+            return Err(DataError::file(path, "is a directory; expected a CSV file"));
+        }
         let file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
         let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
             Box::new(MultiGzDecoder::new(std::io::BufReader::new(file)))
@@ -174,6 +177,14 @@ pub fn check_image_exists(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 20: a directory given as a CSV was reported by the OS error of reading it.
+    #[test]
+    fn a_directory_given_as_a_csv_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Table::read(dir.path()).err().unwrap().to_string();
+        assert!(e.contains("is a directory; expected a CSV file"), "{e}");
+    }
 
     #[test]
     fn label_cells_follow_the_policies() {

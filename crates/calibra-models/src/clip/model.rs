@@ -26,9 +26,10 @@ pub struct ClipConfig {
     pub logit_scale_init: f64,
 }
 
-fn sub_config(cfg: &HfConfig, key: &str) -> HfConfig {
-    let json = cfg.json.get(key).cloned().unwrap_or_else(|| serde_json::Value::Object(Default::default()));
-    HfConfig::from_value(cfg.path.clone(), json)
+/// The `vision_config` / `text_config` object of a `CLIPConfig` (messages name its fields
+/// `vision_config.hidden_size`...).
+fn sub_config(cfg: &HfConfig, key: &str) -> Result<HfConfig, ModelError> {
+    cfg.nested(key)
 }
 
 impl ClipConfig {
@@ -43,10 +44,10 @@ impl ClipConfig {
             });
         }
         Ok(Self {
-            vision: ClipVisionConfig::from_hf(&sub_config(cfg, "vision_config"))?,
-            text: ClipTextConfig::from_hf(&sub_config(cfg, "text_config"))?,
-            projection_dim: cfg.usize_or("projection_dim", 512)?,
-            logit_scale_init: cfg.f64_or("logit_scale_init_value", 2.6592)?,
+            vision: ClipVisionConfig::from_hf(&sub_config(cfg, "vision_config")?)?,
+            text: ClipTextConfig::from_hf(&sub_config(cfg, "text_config")?)?,
+            projection_dim: cfg.size_or("projection_dim", 512)?,
+            logit_scale_init: cfg.finite_f64_or("logit_scale_init_value", 2.6592)?,
         })
     }
 
@@ -121,10 +122,17 @@ pub fn read_scalar(path: &Path, key: &str) -> Result<f32, ModelError> {
     }
     let values = crate::hf::floats::decode_f32(view.dtype(), view.data())
         .map_err(|why| ModelError::Store { path: path.into(), message: format!("tensor '{key}': {why}") })?;
-    values.first().copied().ok_or_else(|| ModelError::Store {
+    let value = values.first().copied().ok_or_else(|| ModelError::Store {
         path: path.into(),
         message: format!("tensor '{key}' holds no data"),
-    })
+    })?;
+    if !value.is_finite() {
+        return Err(ModelError::NonFiniteWeights {
+            path: path.into(),
+            tensors: vec![format!("tensor '{key}': its value {value} is not finite")],
+        });
+    }
+    Ok(value)
 }
 
 impl ClipModel {
@@ -136,9 +144,14 @@ impl ClipModel {
 
     /// [`Self::load`] from a resolved checkpoint.
     pub fn load_checkpoint(ckpt: &Checkpoint, device: &Device) -> Result<(Self, ClipConfig), ModelError> {
-        let config = ClipConfig::from_hf(&read_config(&ckpt.config_path())?)?;
-        let mut model = config.init(device);
+        let hf = read_config(&ckpt.config_path())?;
+        let config = ClipConfig::from_hf(&hf)?;
         let weights = ckpt.weights_path();
+        let projections =
+            config.projection_dim as u128 * (config.vision.d_model + config.text.d_model) as u128;
+        let min_weights = config.vision.min_weights() + config.text.min_weights() + projections;
+        crate::hf::load::check_fits_file(&hf, &weights, min_weights)?;
+        let mut model = config.init(device);
         load_safetensors(&mut model, &weights, &clip_model_keymap()?, &LoadOptions::default())?;
         model.logit_scale = read_scalar(&weights, "logit_scale")?;
         Ok((model, config))
@@ -210,7 +223,7 @@ impl ClipVisionTransformer {
     ) -> Result<(Self, ClipVisionConfig), ModelError> {
         let model_type = cfg.model_type()?;
         let config = match model_type.as_str() {
-            "clip" => ClipVisionConfig::from_hf(&sub_config(cfg, "vision_config"))?,
+            "clip" => ClipVisionConfig::from_hf(&sub_config(cfg, "vision_config")?)?,
             "clip_vision_model" => ClipVisionConfig::from_hf(cfg)?,
             _ => {
                 return Err(ModelError::UnsupportedModelType {
@@ -220,6 +233,7 @@ impl ClipVisionTransformer {
                 });
             }
         };
+        crate::hf::load::check_fits_file(cfg, weights, config.min_weights())?;
         let mut tower = config.init(device);
         load_safetensors(&mut tower, weights, &clip_vision_keymap()?, &LoadOptions::default())?;
         Ok((tower, config))

@@ -70,17 +70,26 @@ impl ClipTextConfig {
         let eos = cfg.usize_or("eos_token_id", 49407)?;
         let eos =
             u32::try_from(eos).map_err(|_| cfg.invalid(format!("eos_token_id {eos} does not fit u32")))?;
+        let d_model = cfg.size_or("hidden_size", 512)?;
+        let n_heads = cfg.size_or("num_attention_heads", 8)?;
+        cfg.check_heads("hidden_size", d_model, "num_attention_heads", n_heads)?;
         Ok(Self {
-            vocab_size: cfg.usize_or("vocab_size", 49408)?,
-            d_model: cfg.usize_or("hidden_size", 512)?,
-            n_layers: cfg.usize_or("num_hidden_layers", 12)?,
-            n_heads: cfg.usize_or("num_attention_heads", 8)?,
-            d_hidden: cfg.usize_or("intermediate_size", 2048)?,
-            max_positions: cfg.usize_or("max_position_embeddings", 77)?,
-            layer_norm_eps: cfg.f64_or("layer_norm_eps", 1e-5)?,
+            vocab_size: cfg.size_or("vocab_size", 49408)?,
+            d_model,
+            n_layers: cfg.size_or("num_hidden_layers", 12)?,
+            n_heads,
+            d_hidden: cfg.size_or("intermediate_size", 2048)?,
+            max_positions: cfg.size_or("max_position_embeddings", 77)?,
+            layer_norm_eps: cfg.positive_f64_or("layer_norm_eps", 1e-5)?,
             activation,
             pooling: if eos == 2 { EotPooling::ArgMax } else { EotPooling::FirstId(eos) },
         })
+    }
+
+    /// A lower bound on the number of weights of the tower (see [`crate::hf::load::check_fits_file`]).
+    pub fn min_weights(&self) -> u128 {
+        crate::hf::load::blocks_min_weights(self.n_layers, self.d_model, self.d_hidden)
+            + (self.vocab_size as u128 + self.max_positions as u128) * self.d_model as u128
     }
 
     /// Builds the tower with random weights (to be overwritten by a checkpoint).

@@ -1,14 +1,24 @@
 //! Loading and saving module weights from/to Hugging Face `model.safetensors` files.
+//!
+//! On load every float tensor is converted to the compute dtype, f32 (burn-store keeps a tensor's
+//! stored dtype, and an F16 parameter among F32 ones would panic in the first matmul): F16 and BF16
+//! convert exactly (every half value is an f32 value); F64 rounds to the nearest f32 (what
+//! `torch.Tensor.float()` does). Every loaded value is then checked to be finite: a NaN or ±inf
+//! weight is an error naming the tensor, never a model that computes wrong numbers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
+use burn::store::burn_pack::Tensor as PackTensor;
 use burn::store::{
-    ApplyError, BurnToPyTorchAdapter, IdentityAdapter, KeyRemapper, ModuleSnapshot, ModuleStore,
-    PyTorchToBurnAdapter, SafetensorsStore,
+    ApplyError, BurnToPyTorchAdapter, FloatCastAdapter, IdentityAdapter, KeyRemapper, ModuleAdapter,
+    ModuleContext, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, SafetensorsStore, bridge,
 };
+use burn::tensor::DType;
 use regex::Regex;
 
+use super::config::HfConfig;
 use super::keymap::KeyMap;
 use crate::error::{KeyReport, ModelError, ShapeMismatch};
 
@@ -42,6 +52,66 @@ pub struct LoadSummary {
     pub ignored: Vec<String>,
 }
 
+/// The last adapter of the load chain: records every float tensor holding a non-finite value, by
+/// module path (the check runs when burn-store draws the tensor's bytes, after the f32 cast).
+#[derive(Debug, Clone, Default)]
+struct FiniteCheck {
+    /// Module path → what is wrong.
+    found: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+impl ModuleAdapter for FiniteCheck {
+    fn adapt(&self, tensor: PackTensor, _ctx: ModuleContext<'_>) -> PackTensor {
+        if tensor.dtype != DType::F32 {
+            // Not a float (burn-store reports a non-float tensor for a float parameter itself).
+            return tensor;
+        }
+        let (name, shape, found) = (tensor.name.clone(), tensor.shape.clone(), self.found.clone());
+        let label = name.clone();
+        bridge::map_data(tensor, name, DType::F32, shape, move |data| {
+            let total = data.num_elements();
+            let (count, first) = {
+                let mut bad = data.iter::<f32>().filter(|v| !v.is_finite());
+                let first = bad.next();
+                (first.map_or(0, |_| 1 + bad.count()), first)
+            };
+            if let Some(first) = first {
+                let what = format!("{count} of {total} values are not finite (first: {first})");
+                found.lock().unwrap_or_else(|e| e.into_inner()).insert(label.clone(), what);
+            }
+            data
+        })
+    }
+
+    fn clone_box(&self) -> Box<dyn ModuleAdapter> {
+        Box::new(self.clone())
+    }
+}
+
+/// A lower bound on the weights of `n_layers` transformer blocks of width `d` and MLP width
+/// `d_hidden` (q/k/v/o projections and the two MLP matrices; biases and norms not counted).
+pub fn blocks_min_weights(n_layers: usize, d: usize, d_hidden: usize) -> u128 {
+    let (l, d, h) = (n_layers as u128, d as u128, d_hidden as u128);
+    l * (4 * d * d + 2 * d * h)
+}
+
+/// Refuses a config that describes a model with more weights (`min_weights`, a lower bound) than the
+/// weights file has bytes (no stored dtype takes less than a byte a value), before any tensor is
+/// allocated: a mistyped `hidden_size` or `num_hidden_layers` would otherwise ask for memory the
+/// machine does not have (an abort, not an error). A missing file is left to the loader to report.
+pub fn check_fits_file(config: &HfConfig, weights: &Path, min_weights: u128) -> Result<(), ModelError> {
+    let Ok(meta) = std::fs::metadata(weights) else { return Ok(()) };
+    if min_weights > u128::from(meta.len()) {
+        return Err(config.invalid(format!(
+            "it describes a model of at least {min_weights} weights, but {} holds only {} bytes \
+             (check hidden_size, num_hidden_layers, intermediate_size, image_size and patch_size)",
+            weights.display(),
+            meta.len()
+        )));
+    }
+    Ok(())
+}
+
 fn store_err(path: &Path, e: impl std::fmt::Display) -> ModelError {
     ModelError::Store { path: path.into(), message: e.to_string() }
 }
@@ -66,9 +136,13 @@ fn exact_remapper(pairs: &BTreeMap<String, String>) -> Result<KeyRemapper, Model
 /// burn-store's `KeyRemapper`), keys on the ignore list are dropped, and the rest is applied
 /// through `SafetensorsStore` (with `PyTorchToBurnAdapter` for [`WeightLayout::PyTorch`]).
 ///
+/// Float tensors of any float dtype (F16, BF16, F32, F64, mixed) are converted to f32 (see the
+/// module docs).
+///
 /// Fails with [`ModelError::KeyMismatch`] listing *every* module parameter without a tensor
 /// (`missing`), every file tensor nothing consumed (`unused`, by its file name) and every shape
-/// mismatch; the module must then be discarded (it may be partly overwritten).
+/// mismatch, and with [`ModelError::NonFiniteWeights`] naming every tensor (by its file name) that
+/// holds a NaN or infinite value; the module must then be discarded (it may be partly overwritten).
 pub fn load_safetensors<M: ModuleSnapshot>(
     module: &mut M,
     path: &Path,
@@ -98,9 +172,13 @@ pub fn load_safetensors<M: ModuleSnapshot>(
     }
     let mut store =
         SafetensorsStore::from_file(path).remap(exact_remapper(&pairs)?).allow_partial(true).validate(false);
+    let check = FiniteCheck::default();
+    let to_f32 = FloatCastAdapter::to(DType::F32);
     store = match options.layout {
-        WeightLayout::PyTorch => store.with_from_adapter(PyTorchToBurnAdapter),
-        WeightLayout::Burn => store.with_from_adapter(IdentityAdapter),
+        WeightLayout::PyTorch => {
+            store.with_from_adapter(PyTorchToBurnAdapter.chain(to_f32).chain(check.clone()))
+        }
+        WeightLayout::Burn => store.with_from_adapter(IdentityAdapter.chain(to_f32).chain(check.clone())),
     };
     let result = module.load_from(&mut store).map_err(|e| store_err(path, e))?;
 
@@ -136,6 +214,21 @@ pub fn load_safetensors<M: ModuleSnapshot>(
             family: map.family().to_string(),
             report: Box::new(report),
         });
+    }
+    let non_finite = std::mem::take(&mut *check.found.lock().unwrap_or_else(|e| e.into_inner()));
+    if !non_finite.is_empty() {
+        let mut tensors: Vec<String> = non_finite
+            .into_iter()
+            .map(|(module_path, what)| {
+                // Norm parameters reach the adapter under burn's names (`gamma` / `beta`).
+                let pytorch_name = module_path.replace(".gamma", ".weight").replace(".beta", ".bias");
+                let file_key = back.get(&module_path).or_else(|| back.get(&pytorch_name)).cloned();
+                let file_key = file_key.unwrap_or(module_path);
+                format!("tensor '{file_key}': {what}")
+            })
+            .collect();
+        tensors.sort();
+        return Err(ModelError::NonFiniteWeights { path: path.into(), tensors });
     }
     Ok(LoadSummary { applied: result.applied.len(), ignored })
 }

@@ -31,6 +31,15 @@ pub struct MultiHeadSelfAttentionConfig {
 /// transposed by `PyTorchToBurnAdapter` at load time). Uses burn's fused
 /// `burn::tensor::module::attention`, which matches the HF eager path within f32 rounding
 /// (verified by the ViT/DINOv2 parity tests).
+///
+/// **The fused attention hides NaN** (burn-flex 0.22.1, both its naive and flash kernels): a score
+/// row with no value above −∞ is taken for a fully masked row and its output set to zero, and a
+/// NaN never compares above −∞. A NaN in the query or key weights makes every score of its head NaN,
+/// so that head outputs zeros and the model returns finite, wrong features, where PyTorch's
+/// softmax (and so transformers) returns NaN. NaN in value / MLP weights still propagates. This is
+/// why weights are checked for non-finite values at load (`hf::load`), and features / logits /
+/// losses before they are written; `tests::fused_attention_turns_nan_scores_into_zeros` pins the
+/// behaviour.
 #[derive(Module, Debug)]
 pub struct MultiHeadSelfAttention {
     /// Query projection `[d, d]`.
@@ -89,5 +98,34 @@ impl MultiHeadSelfAttention {
         let ctx = attention(q, k, v, None, None, options); // [b, h, n, dh]
         let ctx = ctx.swap_dims(1, 2).reshape([b, n, d]);
         self.o_proj.forward(ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20, defect 5: one NaN feature in every key makes the whole score row NaN. PyTorch's
+    /// softmax gives NaN; burn's fused attention gives zeros (finite, wrong). If burn changes this,
+    /// update the note on [`MultiHeadSelfAttention`].
+    #[test]
+    fn fused_attention_turns_nan_scores_into_zeros() {
+        let device = Device::flex();
+        let (n, dh) = (4, 2);
+        let values = |f: &dyn Fn(usize) -> f32| -> Vec<f32> { (0..n * dh).map(f).collect() };
+        let q = Tensor::<4>::from_data(TensorData::new(values(&|i| 0.1 * i as f32), [1, 1, n, dh]), &device);
+        let k_values = values(&|i| if i % dh == 1 { f32::NAN } else { 0.2 - 0.05 * i as f32 });
+        let k = Tensor::<4>::from_data(TensorData::new(k_values, [1, 1, n, dh]), &device);
+        let v = Tensor::<4>::from_data(TensorData::new(values(&|i| 1.0 + i as f32), [1, 1, n, dh]), &device);
+        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+        let fused = attention(q.clone(), k.clone(), v.clone(), None, None, options)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let scores = q.matmul(k.swap_dims(2, 3)) / (dh as f32).sqrt();
+        let eager =
+            burn::tensor::activation::softmax(scores, 3).matmul(v).into_data().try_to_vec::<f32>().unwrap();
+        assert!(eager.iter().all(|x| x.is_nan()), "eager softmax attention: {eager:?}");
+        assert!(fused.iter().all(|&x| x == 0.0), "fused attention: {fused:?}");
     }
 }

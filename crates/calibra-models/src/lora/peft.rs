@@ -67,7 +67,8 @@ pub struct PeftAdapter {
 
 impl PeftAdapter {
     /// Read an adapter directory, checking it: every module has A and B, A is `[r, in]`, B is
-    /// `[out, r]`, and r agrees with the config (`r` or its `rank_pattern`). All problems are listed.
+    /// `[out, r]`, r agrees with the config (`r` or its `rank_pattern`), and every value is finite.
+    /// All problems are listed.
     pub fn read(dir: &Path) -> Result<Self, LoraError> {
         let config_path = dir.join(ADAPTER_CONFIG);
         let text = fs::read_to_string(&config_path)
@@ -91,6 +92,11 @@ impl PeftAdapter {
         for name in names {
             let view = file.tensor(name).expect("name listed by the file");
             let tensor = match decode_f32(view.dtype(), view.data()) {
+                Ok(data) if data.iter().any(|v| !v.is_finite()) => {
+                    let bad = data.iter().filter(|v| !v.is_finite()).count();
+                    problems.push(format!("`{name}`: {bad} of {} values are not finite", data.len()));
+                    continue;
+                }
                 Ok(data) => AdapterTensor { shape: view.shape().to_vec(), data },
                 Err(why) => {
                     problems.push(format!("`{name}`: {why}"));

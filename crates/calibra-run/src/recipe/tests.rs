@@ -82,7 +82,9 @@ fn validation_errors_quote_the_key_and_line() {
             "outside (0, 1]",
         ),
         ("label_fractions = [0.1, 1.0]", "label_fractions = []", "label_fractions", "empty"),
-        ("severities = [1, 3]", "severities = [1, 6]", "perturbations.severities[1]", "outside 1..=5"),
+        ("severities = [1, 3]", "severities = [1, 6]", "perturbations.severities[1]", "outside 1..=3"),
+        // Issue 20 defect 7: 4 and 5 passed validation although calibra-data implements only 1..=3.
+        ("severities = [1, 3]", "severities = [1, 4]", "perturbations.severities[1]", "outside 1..=3"),
         (
             "names = [\"jpeg\", \"contrast\"]",
             "names = [\"jpeg\", \"blurr\"]",
@@ -116,6 +118,14 @@ fn validation_errors_quote_the_key_and_line() {
         ("encoders = [\"beta\"]", "encoders = [\"gamma\"]", "regimes.lora.encoders[0]", "not an encoder"),
         ("dropout = 0.0", "dropout = 1.0", "regimes.lora.dropout", "dropout"),
         ("spec = \"synth:derm?n=40\"", "spec = \"synth:derm?m=40\"", "datasets[0].spec", "unknown option"),
+        // Issue 20 defect 8: the option values are parsed up front, not when the dataset is loaded.
+        ("spec = \"synth:derm?n=40\"", "spec = \"synth:derm?n=abc\"", "datasets[0].spec", "n=abc"),
+        (
+            "spec = \"synth:fundus?n=40\"",
+            "spec = \"synth:fundus?size=3\"",
+            "datasets[0].shift[0].spec",
+            "at least 28",
+        ),
         (
             "spec = \"synth:derm?n=40\"",
             "spec = \"synth:skin\"",
@@ -162,10 +172,18 @@ fn adapted_regimes_need_a_loss_and_losses_an_adapted_regime() {
 fn missing_local_paths_are_errors_unless_unchecked() {
     let e = Recipe::parse(BASE, "r.toml", ValidationOptions::default()).unwrap_err().to_string();
     assert!(e.contains("key `encoders[1].source`") && e.contains("does not exist"), "{e}");
-    // hf: ids and synthetic suites are never checked on disk.
-    assert!(!e.contains("encoders[0]") && !e.contains("datasets"), "{e}");
+    // An hf: id a fit reads must be in the local cache (issue 20); synthetic suites are never
+    // checked on disk.
+    assert!(e.contains("encoders[0].source") && e.contains("not in the local Hugging Face cache"), "{e}");
+    assert!(!e.contains("datasets"), "{e}");
     let dir = tempfile::tempdir().unwrap();
-    let text = BASE.replace("checkpoints/beta", &dir.path().display().to_string());
+    for name in ["alpha", "beta"] {
+        std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join("config.json"), r#"{"model_type": "vit"}"#).unwrap();
+    }
+    let text = BASE
+        .replace("checkpoints/beta", &dir.path().join("beta").display().to_string())
+        .replace("hf:org/alpha", &dir.path().join("alpha").display().to_string());
     Recipe::parse(&text, "r.toml", ValidationOptions::default()).unwrap();
     let text = BASE.replace("synth:derm?n=40", "isic2019:/definitely/not/here");
     let e = Recipe::parse(&text, "r.toml", ValidationOptions::default()).unwrap_err().to_string();
@@ -351,4 +369,39 @@ fn coop_on_a_multilabel_dataset_is_refused_unless_scoped_out() {
         crate::grid::expand(&r).into_iter().filter(|f| f.config.regime == Regime::Coop).collect();
     assert!(!coop_fits.is_empty());
     assert!(coop_fits.iter().all(|f| f.config.dataset.name == "derm"));
+}
+
+/// Issue 20: a missing `[[encoders]]` table was reported at `:1 key 'name'`.
+#[test]
+fn a_missing_top_level_table_is_not_blamed_on_the_first_key() {
+    let text: String = BASE
+        .split("[[encoders]]")
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 {
+                part.to_string()
+            } else {
+                part.split_once("\n\n").map_or(String::new(), |(_, rest)| rest.to_string())
+            }
+        })
+        .collect();
+    assert!(!text.contains("[[encoders]]"), "{text}");
+    let err = Recipe::parse(&text, "r.toml", NO_PATHS).unwrap_err().to_string();
+    assert!(err.starts_with("r.toml: missing field `encoders`"), "{err}");
+    assert!(
+        err.contains("[[encoders]]") && !err.contains("key `name`") && !err.contains("r.toml:1"),
+        "{err}"
+    );
+}
+
+/// Issue 20: an encoder path that is a file was reported as "config.json not found".
+#[test]
+fn an_encoder_path_that_is_a_file_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("model.safetensors");
+    std::fs::write(&file, "x").unwrap();
+    let text = BASE.replace("checkpoints/beta", &file.display().to_string());
+    let err =
+        Recipe::parse(&text, "r.toml", ValidationOptions { check_paths: true }).unwrap_err().to_string();
+    assert!(err.contains("encoders[1].source") && err.contains("is a file"), "{err}");
 }

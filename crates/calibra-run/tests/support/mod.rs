@@ -77,6 +77,9 @@ pub struct TestExecutor {
     pub calls: RefCell<usize>,
     /// Emit a record with a wrong encoder name (an executor bug the runner must catch).
     pub wrong_encoder: bool,
+    /// Fits whose description contains this panic, after starting an atomic write (a temporary file in
+    /// the feature cache and one in the fit's directory) that the unwind leaves unfinished.
+    pub panic_on: Option<String>,
 }
 
 impl Executor for TestExecutor {
@@ -90,6 +93,22 @@ impl Executor for TestExecutor {
             && fit.describe().contains(f.as_str())
         {
             return Err(format!("simulated failure of {}", fit.describe()).into());
+        }
+        if let Some(f) = &self.panic_on
+            && fit.describe().contains(f.as_str())
+        {
+            let pid = std::process::id();
+            let pass = ctx.feature_dir(&calibra_run::grid::FeaturePass {
+                encoder: fit.config.encoder.name.clone(),
+                dataset: fit.config.dataset.name.clone(),
+                condition: fit.slots[0].condition.clone(),
+            });
+            std::fs::create_dir_all(&pass).unwrap();
+            std::fs::write(pass.join(format!(".features.safetensors.tmp-{pid}")), "half").unwrap();
+            std::fs::create_dir_all(ctx.fit_dir().join(format!("checkpoint.tmp-{pid}"))).unwrap();
+            std::fs::write(ctx.fit_dir().join("state.json.tmp"), "half").unwrap();
+            let half: Vec<f32> = vec![1.0; 2];
+            assert_eq!(half.len(), 3, "simulated panic in {}", fit.describe());
         }
         ctx.report("working");
         let c = &fit.config;

@@ -277,14 +277,16 @@ pub fn train_prompt_learner(
             CoopMethod::Coop => {
                 let (logits, _) = forward(&learner)?;
                 let value = task_loss(logits)?;
-                let v = finite_value(&value)?;
+                let v =
+                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
                 (v, GradientsParams::from_grads(value.backward(), &learner))
             }
             CoopMethod::KgCoop { lambda } => {
                 let (logits, text) = forward(&learner)?;
                 let clip = zero_shot.as_ref().expect("built for KgCoOp").class_embeddings.clone();
                 let value = task_loss(logits)? + knowledge_guidance(text, clip) * lambda;
-                let v = finite_value(&value)?;
+                let v =
+                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
                 (v, GradientsParams::from_grads(value.backward(), &learner))
             }
             CoopMethod::ProGrad { lambda, temperature } => {
@@ -292,12 +294,13 @@ pub fn train_prompt_learner(
                 let (logits, _) = forward(&learner)?;
                 let teacher = batch_zs.clone().expect("built for ProGrad");
                 let kl = distillation_loss(logits, teacher, temperature);
-                finite_value(&kl)?;
+                finite_value(&kl).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
                 let mut kl_grads = GradientsParams::from_grads(kl.backward(), &learner);
                 let g_kl = kl_grads.remove::<3>(ctx_id).map(|g| host(&g));
                 let (logits, _) = forward(&learner)?;
                 let value = task_loss(logits)?;
-                let v = finite_value(&value)?;
+                let v =
+                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
                 let mut grads = GradientsParams::from_grads(value.backward(), &learner);
                 if let (Some(g_kl), Some(g)) = (g_kl, grads.remove::<3>(ctx_id)) {
                     let dims = g.dims();

@@ -1,0 +1,297 @@
+//! Up-front checks of a recipe's encoders (part of recipe validation with path checks on, i.e. `calibra
+//! run` and `--dry-run` without `--no-check-paths`): everything about an encoder that can be known
+//! without loading its weights.
+//!
+//! For every encoder some fit reads (any regime except a frozen regime whose only probe is `prior`):
+//! - a local source must be a directory holding `config.json` (a file, or a directory without it, is
+//!   named as such);
+//! - an `hf:org/model[@rev]` id must be in the local Hugging Face cache (`$HF_HUB_CACHE`, else
+//!   `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`), resolved
+//!   as the `calibra` binary resolves it (offline: `refs/<rev>`, else the only snapshot);
+//! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot and CoOp need a
+//!   CLIP checkpoint ([`names::CLIP_MODEL_TYPES`]), LoRA a family calibra can inject adapters into
+//!   ([`names::LORA_MODEL_TYPES`]).
+//!
+//! This crate does not depend on burn: it reads `config.json` as plain JSON. The resolution mirrors
+//! `calibra_models::hf::resolve` (the binary's tests keep the two in step).
+
+use std::path::{Path, PathBuf};
+
+use crate::locate::KeyPath;
+use crate::names;
+use crate::recipe::{EncoderEntry, Recipe};
+
+/// The Hugging Face hub cache directory (see the module docs), if any variable names one.
+pub fn hf_hub_cache() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = var("HF_HUB_CACHE") {
+        return Some(p);
+    }
+    if let Some(p) = var("HF_HOME") {
+        return Some(p.join("hub"));
+    }
+    if let Some(p) = var("XDG_CACHE_HOME") {
+        return Some(p.join("huggingface").join("hub"));
+    }
+    var("HOME").map(|h| h.join(".cache").join("huggingface").join("hub"))
+}
+
+/// The checkpoint directory of an encoder source, offline; the error says what is wrong and where it
+/// looked.
+pub fn resolve_encoder(source: &str, hub_cache: Option<&Path>) -> Result<PathBuf, String> {
+    let Some(id) = source.strip_prefix("hf:") else {
+        let dir = PathBuf::from(source);
+        return if dir.is_file() {
+            Err(format!(
+                "`{source}` is a file; an encoder is a checkpoint directory holding config.json and \
+                 model.safetensors (Hugging Face layout)"
+            ))
+        } else if !dir.exists() {
+            Err(format!("local encoder `{source}` does not exist"))
+        } else if !dir.join("config.json").is_file() {
+            Err(format!(
+                "local encoder directory `{source}` has no config.json (expected a checkpoint directory in \
+                 Hugging Face layout: config.json and model.safetensors)"
+            ))
+        } else {
+            Ok(dir)
+        };
+    };
+    let (name, rev) = match id.split_once('@') {
+        Some((n, r)) => (n, Some(r)),
+        None => (id, None),
+    };
+    let Some(cache) = hub_cache else {
+        return Err(format!(
+            "`{source}` cannot be looked up: no Hugging Face cache directory (set HF_HUB_CACHE or HF_HOME)"
+        ));
+    };
+    let model_dir = cache.join(format!("models--{}", name.replace('/', "--")));
+    let snapshots = model_dir.join("snapshots");
+    let rev = match rev {
+        Some(r) => std::fs::read_to_string(model_dir.join("refs").join(r))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| r.to_string()),
+        None => match std::fs::read_to_string(model_dir.join("refs").join("main")) {
+            Ok(s) => s.trim().to_string(),
+            Err(_) => single_snapshot(&snapshots).unwrap_or_default(),
+        },
+    };
+    let dir = snapshots.join(&rev);
+    if !rev.is_empty() && dir.join("config.json").is_file() {
+        return Ok(dir);
+    }
+    Err(format!(
+        "`{source}` is not in the local Hugging Face cache (looked in {}); download it first (e.g. \
+         `huggingface-cli download {name}`), or pass --no-check-paths",
+        if rev.is_empty() { snapshots } else { dir }.display()
+    ))
+}
+
+fn single_snapshot(snapshots: &Path) -> Option<String> {
+    let entries: Vec<_> = std::fs::read_dir(snapshots).ok()?.filter_map(Result::ok).collect();
+    match entries.as_slice() {
+        [one] => Some(one.file_name().to_string_lossy().into_owned()),
+        _ => None,
+    }
+}
+
+/// `model_type` of `<dir>/config.json`.
+pub fn model_type(dir: &Path) -> Result<String, String> {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    value
+        .get("model_type")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: no string key `model_type`", path.display()))
+}
+
+/// Whether a regime scope (`None` = every encoder) includes the encoder `name`.
+fn in_scope(scope: Option<&[String]>, name: &str) -> bool {
+    scope.is_none_or(|list| list.iter().any(|n| n == name))
+}
+
+/// The regimes that read `encoder`'s weights, with the key path of each regime's table and the
+/// model types it accepts (`None`: any).
+fn readers(recipe: &Recipe, encoder: &EncoderEntry) -> Vec<(&'static str, Option<&'static [&'static str]>)> {
+    let name = encoder.display_name();
+    let r = &recipe.regimes;
+    let mut out = Vec::new();
+    if let Some(f) = &r.frozen
+        && f.probes.iter().any(|p| p != "prior")
+        && in_scope(f.encoders.as_deref(), &name)
+    {
+        out.push(("frozen", None));
+    }
+    if let Some(l) = &r.lora
+        && in_scope(l.encoders.as_deref(), &name)
+    {
+        out.push(("lora", Some(names::LORA_MODEL_TYPES)));
+    }
+    if let Some(c) = &r.coop
+        && in_scope(c.encoders.as_deref(), &name)
+    {
+        out.push(("coop", Some(names::CLIP_MODEL_TYPES)));
+    }
+    if let Some(f) = &r.full
+        && in_scope(f.encoders.as_deref(), &name)
+    {
+        out.push(("full", None));
+    }
+    if let Some(z) = &r.zero_shot
+        && in_scope(z.encoders.as_deref(), &name)
+    {
+        out.push(("zero-shot", Some(names::CLIP_MODEL_TYPES)));
+    }
+    out
+}
+
+/// Reports every encoder problem of `recipe` (see the module docs), resolving hub ids in `hub_cache`.
+pub(crate) fn check_encoders(
+    recipe: &Recipe,
+    hub_cache: Option<&Path>,
+    problem: &mut dyn FnMut(KeyPath, String),
+) {
+    let root = KeyPath::root();
+    for (i, encoder) in recipe.encoders.iter().enumerate() {
+        let readers = readers(recipe, encoder);
+        if readers.is_empty() {
+            continue;
+        }
+        if !encoder.is_hub_id() && !Path::new(&encoder.source).is_dir() {
+            continue; // reported by the recipe's own path check
+        }
+        let at = root.key("encoders").index(i).key("source");
+        let dir = match resolve_encoder(&encoder.source, hub_cache) {
+            Ok(dir) => dir,
+            Err(message) => {
+                problem(at, message);
+                continue;
+            }
+        };
+        let model_type = match model_type(&dir) {
+            Ok(t) => t,
+            Err(message) => {
+                problem(at, message);
+                continue;
+            }
+        };
+        for (regime, accepted) in readers {
+            let Some(accepted) = accepted else { continue };
+            if accepted.contains(&model_type.as_str()) {
+                continue;
+            }
+            let what = match regime {
+                "lora" => "LoRA is implemented for",
+                "coop" => "CoOp needs a CLIP checkpoint (image and text towers):",
+                _ => "zero-shot needs a CLIP checkpoint (image and text towers):",
+            };
+            problem(
+                root.key("regimes").key(regime),
+                format!(
+                    "encoder `{}` ({}) has model_type `{model_type}`; {what} model_type {}; restrict \
+                     [regimes.{regime}] with encoders = [...]",
+                    encoder.display_name(),
+                    encoder.source,
+                    accepted.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ValidationOptions;
+
+    fn checkpoint(dir: &Path, model_type: &str) -> String {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("config.json"), format!("{{\"model_type\": \"{model_type}\"}}")).unwrap();
+        dir.display().to_string()
+    }
+
+    fn problems(text: &str, cache: &Path) -> Vec<String> {
+        let recipe = Recipe::parse(text, "t.toml", ValidationOptions { check_paths: false }).unwrap();
+        let mut out = Vec::new();
+        check_encoders(&recipe, Some(cache), &mut |at, m| out.push(format!("{at}: {m}")));
+        out
+    }
+
+    fn recipe(encoders: &str, regimes: &str) -> String {
+        format!(
+            "seeds = [0]\nlabel_fractions = [1.0]\ncalibrators = [\"none\"]\n{encoders}\n[[datasets]]\n\
+             spec = \"synth:derm?n=40\"\n{regimes}\n[[losses]]\nname = \"ce\"\n"
+        )
+    }
+
+    const LORA: &str =
+        "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
+
+    /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
+    /// take it, and an `hf:` id that is not cached.
+    #[test]
+    fn regimes_an_encoder_cannot_run_and_uncached_ids_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let vit = checkpoint(&dir.path().join("vit"), "vit");
+        let dino = checkpoint(&dir.path().join("dino"), "dinov2");
+        let clip = checkpoint(&dir.path().join("clip"), "clip");
+        let cache = dir.path().join("hub");
+        let encoders = format!(
+            "[[encoders]]\nsource = \"{vit}\"\n[[encoders]]\nsource = \"{dino}\"\n[[encoders]]\nsource = \"{clip}\"\n"
+        );
+        let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
+        let found = problems(&recipe(&encoders, &format!("{LORA}{zs}")), &cache);
+        let joined = found.join("\n");
+        assert_eq!(found.len(), 4, "{joined}");
+        assert!(
+            joined.contains("regimes.lora: encoder `dino`") && joined.contains("model_type `dinov2`"),
+            "{joined}"
+        );
+        assert!(joined.contains("regimes.lora: encoder `clip`"), "{joined}");
+        assert!(joined.contains("regimes.zero-shot: encoder `vit`") && joined.contains("CLIP"), "{joined}");
+        assert!(joined.contains("regimes.zero-shot: encoder `dino`"), "{joined}");
+        // Restricting the regimes to the encoders that can run them clears every problem.
+        let scoped = format!(
+            "{}encoders = [\"vit\"]\n[regimes.zero-shot]\ntemplates = [\"P1\"]\nencoders = [\"clip\"]\n",
+            LORA
+        );
+        assert!(problems(&recipe(&encoders, &scoped), &cache).is_empty());
+
+        // An hf: id missing from the cache, then present in it.
+        let hub = "[[encoders]]\nsource = \"hf:org/tiny\"\n";
+        let found = problems(&recipe(hub, LORA), &cache);
+        assert!(
+            found.len() == 1
+                && found[0].starts_with("encoders[0].source")
+                && found[0].contains("not in the local Hugging Face cache"),
+            "{found:?}"
+        );
+        let snap = cache.join("models--org--tiny/snapshots/abc");
+        checkpoint(&snap, "vit");
+        std::fs::create_dir_all(cache.join("models--org--tiny/refs")).unwrap();
+        std::fs::write(cache.join("models--org--tiny/refs/main"), "abc\n").unwrap();
+        assert!(problems(&recipe(hub, LORA), &cache).is_empty());
+        // A prior-only grid reads no encoder: nothing to check.
+        let prior = "[regimes.frozen]\nprobes = [\"prior\"]\n";
+        let text = recipe("[[encoders]]\nsource = \"hf:org/absent\"\n", prior)
+            .replace("[[losses]]\nname = \"ce\"\n", "");
+        assert!(problems(&text, &cache).is_empty());
+    }
+
+    #[test]
+    fn a_directory_without_config_and_a_file_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("weights.bin"), "x").unwrap();
+        let err = resolve_encoder(&dir.path().join("weights.bin").display().to_string(), None).unwrap_err();
+        assert!(err.contains("is a file"), "{err}");
+        let err = resolve_encoder(&dir.path().display().to_string(), None).unwrap_err();
+        assert!(err.contains("has no config.json"), "{err}");
+        std::fs::write(dir.path().join("config.json"), "{}").unwrap();
+        let err = model_type(dir.path()).unwrap_err();
+        assert!(err.contains("model_type"), "{err}");
+    }
+}
