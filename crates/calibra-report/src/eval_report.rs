@@ -212,6 +212,7 @@ pub fn eval_report(evaluation: &Evaluation, reliability: &[ReliabilityFigure]) -
         e.axes.calibration_metric,
         e.estimators.robustness,
     ));
+    md.push_str(&crate::convergence_report::convergence_section(&e.convergence));
     if let Some(why) = &e.crs_not_computed {
         md.push_str(&format!(
             "**{why}.** The sections below hold what the run records give without profiles.\n"
@@ -460,6 +461,7 @@ mod tests {
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::new(),
+            training: None,
         };
         let mut records: Vec<RunRecord> = (1..=3).map(|t| rec(t, Condition::Clean)).collect();
         records.push(rec(1, Condition::Perturbation { perturbation: "blur".into(), severity: 1 }));

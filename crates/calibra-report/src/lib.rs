@@ -12,6 +12,7 @@
 //! assembly ([`eval_report`]) reads calibra-crs's public `Evaluation`.
 #![forbid(unsafe_code)]
 
+mod convergence_report;
 mod eval_report;
 mod focus_report;
 mod markdown;
@@ -20,6 +21,7 @@ mod rank_displacement;
 mod reliability_diagram;
 mod svg;
 
+pub use convergence_report::convergence_section;
 pub use eval_report::{ReliabilityFigure, ReportFile, eval_report};
 pub use focus_report::{encoder_analyses_section, focus_section};
 pub use markdown::{format_number, markdown_table};
