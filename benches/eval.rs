@@ -44,6 +44,7 @@ fn design() -> RunRecordSet {
                 paths: BTreeMap::new(),
                 timings: BTreeMap::new(),
                 versions: BTreeMap::new(),
+                training: None,
             }
         };
     for e in 0..15 {

@@ -263,6 +263,7 @@ fn report_regenerates_the_evaluation_from_the_store_alone() {
                             paths: BTreeMap::new(),
                             timings: BTreeMap::new(),
                             versions: BTreeMap::new(),
+                            training: None,
                         },
                         predictions: PredictionsData::None,
                     }

@@ -372,6 +372,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
             paths: BTreeMap::from([("predictions".to_string(), rel.clone())]),
             timings: BTreeMap::new(),
             versions: BTreeMap::from([("calibra".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+            training: None,
         });
         results.push(TemplateResult {
             id: id.clone(),

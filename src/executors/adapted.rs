@@ -12,13 +12,16 @@
 //! `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
 //! output and both MLP projections) → `o_proj`, `fc1`, `fc2`.
 
+use calibra_crs::run_record::{TrainingCurve, TrainingEpoch};
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::lora::{LoraConfig, TargetModules};
-use calibra_run::baseline::split_of;
+use calibra_run::baseline::{predictions_from_scores, record_metrics, split_of};
 use calibra_run::grid::LossConfig;
 use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::features::preprocess_for;
-use calibra_train::fine_tune::{Adaptation, FineTuneRequest, fine_tune, predict_logits, save_adapted};
+use calibra_train::fine_tune::{
+    Adaptation, FineTuneRequest, FineTuned, HeadInit, HeldOut, fine_tune, predict_logits, save_adapted,
+};
 use calibra_train::trainer::TrainConfig;
 use calibra_train::{Loss, build_loss};
 
@@ -50,11 +53,19 @@ fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// The adaptation, optimisation and loss of a LoRA / full fit.
-fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, &LossConfig), String> {
+/// The adaptation, optimisation, head initialisation and loss of a LoRA / full fit.
+fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig), String> {
     let seed = fit.config.seed;
+    let train_config = |epochs: u32, lr: f64, early_stopping: Option<u32>| TrainConfig {
+        epochs: epochs as usize,
+        lr,
+        seed,
+        early_stopping: early_stopping.map(|p| p as usize),
+        ..TrainConfig::default()
+    };
+    let head = |name: &str| HeadInit::parse(name).map_err(|e| e.to_string());
     match &fit.config.method {
-        FitMethod::Lora { r, alpha, dropout, lr, epochs, targets, loss } => {
+        FitMethod::Lora { r, alpha, dropout, lr, epochs, targets, loss, head_init, early_stopping } => {
             let config = LoraConfig {
                 r: *r as usize,
                 lora_alpha: *alpha,
@@ -63,12 +74,11 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, &LossConfig), String>
                 ..LoraConfig::default()
             };
             config.validate().map_err(|e| e.to_string())?;
-            let train = TrainConfig { epochs: *epochs as usize, lr: *lr, seed, ..TrainConfig::default() };
-            Ok((Adaptation::Lora(Box::new(config)), train, loss))
+            let train = train_config(*epochs, *lr, *early_stopping);
+            Ok((Adaptation::Lora(Box::new(config)), train, head(head_init)?, loss))
         }
-        FitMethod::Full { lr, epochs, loss } => {
-            let train = TrainConfig { epochs: *epochs as usize, lr: *lr, seed, ..TrainConfig::default() };
-            Ok((Adaptation::Full, train, loss))
+        FitMethod::Full { lr, epochs, loss, head_init, early_stopping } => {
+            Ok((Adaptation::Full, train_config(*epochs, *lr, *early_stopping), head(head_init)?, loss))
         }
         _ => Err("not a LoRA / full fit".into()),
     }
@@ -105,7 +115,7 @@ pub(super) fn recipe_loss(loss: &LossConfig, multilabel: bool) -> Result<Box<dyn
 
 /// Checks that need no data: the targets, the LoRA settings and the loss exist.
 pub(super) fn supports(fit: &FitSpec) -> Result<(), String> {
-    let (_, _, loss) = plan(fit)?;
+    let (_, _, _, loss) = plan(fit)?;
     recipe_loss(loss, false)?;
     Ok(())
 }
@@ -116,7 +126,7 @@ pub(super) fn execute(
     ctx: &mut RunContext<'_>,
 ) -> Result<Vec<RunOutput>, ExecError> {
     let c = &fit.config;
-    let (adaptation, train, loss) = plan(fit)?;
+    let (adaptation, train, head_init, loss) = plan(fit)?;
     let checkpoint = resolve_checkpoint(&c.encoder.spec)?.dir;
     let preprocess = preprocess_for(&checkpoint)?;
     let dataset = executor.dataset(&c.dataset.spec)?;
@@ -127,6 +137,11 @@ pub(super) fn execute(
     let kind = adaptation.name();
     ctx.report(&format!("{kind}: training on {} images", train_rows.len()));
     let mut log = EpochLog::new(kind);
+    // The calibration split's macro AUROC, computed as the records compute it.
+    let score = |logits: &[f64]| -> Option<f64> {
+        let p = predictions_from_scores(&dataset, &split.calibration, logits.to_vec()).ok()?;
+        record_metrics(&p).ok()?.get("macro_auroc").copied()
+    };
     let fitted = fine_tune(
         FineTuneRequest {
             checkpoint: &checkpoint,
@@ -135,6 +150,8 @@ pub(super) fn execute(
             train_rows: &train_rows,
             adaptation,
             train,
+            head_init,
+            held_out: Some(HeldOut { rows: &split.calibration, score: &score }),
         },
         loss.as_ref(),
         &executor.device,
@@ -146,15 +163,50 @@ pub(super) fn execute(
         fit_dir.join(if matches!(fitted.adaptation, Adaptation::Lora(_)) { "adapter" } else { "model" });
     save_adapted(&fitted, &model_dir)?;
 
-    predict_slots(executor, fit, ctx, &dataset, &split, kind, &mut |dataset, rows, condition| {
-        Ok(predict_logits(
-            &fitted.model,
-            dataset,
-            rows,
-            &preprocess,
-            condition,
-            PREDICT_BATCH,
-            &executor.device,
-        )?)
-    })
+    let training = training_curve(&fitted, head_init);
+    if let Some(last) = training.epochs.iter().find(|e| e.epoch == training.selected_epoch) {
+        ctx.report(&format!(
+            "{kind}: epoch {} selected (calibration loss {:.4}, AUROC {})",
+            last.epoch,
+            last.calibration_loss,
+            last.calibration_auroc.map_or("-".into(), |a| format!("{a:.3}"))
+        ));
+    }
+    let mut outputs =
+        predict_slots(executor, fit, ctx, &dataset, &split, kind, &mut |dataset, rows, condition| {
+            Ok(predict_logits(
+                &fitted.model,
+                dataset,
+                rows,
+                &preprocess,
+                condition,
+                PREDICT_BATCH,
+                &executor.device,
+            )?)
+        })?;
+    for o in &mut outputs {
+        o.record.training = Some(training.clone());
+    }
+    Ok(outputs)
+}
+
+/// The run record's `training` field of a fit: its held-out curve, the epoch whose weights predict.
+fn training_curve(fitted: &FineTuned, head_init: HeadInit) -> TrainingCurve {
+    let epochs: Vec<TrainingEpoch> = fitted
+        .curve
+        .iter()
+        .map(|e| TrainingEpoch {
+            epoch: e.epoch,
+            train_loss: e.train_loss,
+            calibration_loss: e.calibration_loss,
+            calibration_auroc: e.calibration_auroc,
+        })
+        .collect();
+    let last = epochs.last().map_or(0, |e| e.epoch);
+    TrainingCurve {
+        epochs,
+        selected_epoch: fitted.best_epoch.unwrap_or(last),
+        stopped_early: fitted.stopped_early,
+        head_init: Some(head_init.name().to_string()),
+    }
 }

@@ -427,6 +427,7 @@ mod tests {
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::new(),
+            training: None,
         }
     }
 

@@ -308,6 +308,7 @@ mod tests {
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::new(),
+            training: None,
         }
     }
 

@@ -56,6 +56,7 @@ use serde::Serialize;
 use crate::axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
 use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
 use crate::calibration_stability::{CalibrationStability, calibration_stability};
+use crate::convergence::ConvergenceReport;
 use crate::encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions, encoder_analyses};
 use crate::error::CrsError;
 use crate::focus_analyses::FocusReport;
@@ -312,6 +313,8 @@ pub struct Evaluation {
     /// FOCUS additions (spec §6) from per-sample predictions; `None` until attached with
     /// [`Evaluation::with_focus`] (they need file IO, which this module does not do).
     pub focus: Option<FocusReport>,
+    /// Adapted fits whose training curve says they did not converge (see [`crate::convergence`]).
+    pub convergence: ConvergenceReport,
     /// Human-readable notes (skipped analyses and why).
     pub notes: Vec<String>,
 }
@@ -426,6 +429,12 @@ impl Evaluation {
         let rows = table.rows();
         let estimators = estimators_for(&options.axes);
         let mut notes = Vec::new();
+        let convergence = crate::convergence::check_convergence(
+            &set.records().iter().map(|r| r.record.clone()).collect::<Vec<_>>(),
+        );
+        if !convergence.not_converged.is_empty() {
+            notes.push(crate::convergence::note(&convergence));
+        }
 
         let metric_rows: Vec<MetricRowRecord> = rows
             .iter()
@@ -500,6 +509,7 @@ impl Evaluation {
                     encoder_analyses,
                     calibration_stability,
                     focus: None,
+                    convergence,
                     notes,
                 });
             }
@@ -757,6 +767,7 @@ impl Evaluation {
             encoder_analyses,
             calibration_stability,
             focus: None,
+            convergence,
             notes,
         })
     }
@@ -796,6 +807,7 @@ mod tests {
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::new(),
+            training: None,
         }
     }
 

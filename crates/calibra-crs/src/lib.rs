@@ -40,6 +40,7 @@ pub mod sample_metrics;
 pub mod subgroup_gaps;
 // Calibration stability across seeds and prompt templates (helper stability).
 pub mod calibration_stability;
+pub mod convergence;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};

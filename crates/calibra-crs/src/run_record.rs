@@ -21,7 +21,16 @@
 //!   "metrics": {"macro_auroc": 0.91, "ece": 0.043},   // metric name -> finite number
 //!   "paths": {"predictions": "runs/0001.csv"},        // optional: name -> path string
 //!   "timings": {"fit_s": 12.5},                       // optional: name -> finite number (seconds)
-//!   "versions": {"calibra": "0.1.0"}                  // optional: name -> version string
+//!   "versions": {"calibra": "0.1.0"},                 // optional: name -> version string
+//!   "training": {                                     // optional: the fit's training curve (lora, full)
+//!     "epochs": [                                     //   epoch 0 = the initial weights, then each epoch
+//!       {"epoch": 0, "train_loss": 1.10, "calibration_loss": 1.09, "calibration_auroc": 0.55},
+//!       {"epoch": 1, "train_loss": 0.71, "calibration_loss": 0.64, "calibration_auroc": 0.90}
+//!     ],                                              //   losses: the training loss (mean); AUROC: macro
+//!     "selected_epoch": 1,                            //   the epoch whose weights predicted
+//!     "stopped_early": false,                         //   optional, default false
+//!     "head_init": "probe"                            //   optional: "probe" (LP-FT) or "random"
+//!   }
 //! }
 //! ```
 //!
@@ -29,7 +38,8 @@
 //!
 //! Rules, each violation an error naming the file and the 1-based line:
 //! - unknown keys are rejected at every level (the record, the condition object);
-//! - every field except `paths`, `timings` and `versions` is required;
+//! - every field except `paths`, `timings`, `versions` and `training` is required (inside `training`,
+//!   `stopped_early`, `head_init` and an epoch's `calibration_auroc` are optional);
 //! - metric values must be finite numbers (a metric that is undefined for a run is omitted, not `null`);
 //! - metrics with a known range ([`KNOWN_METRIC_RANGES`]: `macro_auroc`, `ece`, … in [0, 1], `brier` in
 //!   [0, 2], `nll` ≥ 0) must lie in it, so that an impossible value can never be ranked on;
@@ -272,6 +282,42 @@ pub struct RunRecord {
     pub timings: BTreeMap<String, f64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub versions: BTreeMap<String, String>,
+    /// The fit's training curve (adapted regimes: lora, full); absent for fits that train nothing
+    /// by gradient descent and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingCurve>,
+}
+
+/// A fit's training curve as a run record stores it (`training`; see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingCurve {
+    /// One entry per evaluation, epoch 0 (the initial weights) first.
+    pub epochs: Vec<TrainingEpoch>,
+    /// The epoch whose weights made the record's predictions (the last one, or early stopping's best).
+    pub selected_epoch: usize,
+    /// Whether early stopping ended training before its last epoch.
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// Where the head started: `probe` (LP-FT) or `random`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_init: Option<String>,
+}
+
+/// One point of a [`TrainingCurve`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingEpoch {
+    /// 0 = the initial weights; `e >= 1` = after epoch `e`.
+    pub epoch: usize,
+    /// Epoch `e >= 1`: the mean of its step losses; epoch 0: the training-set loss of the initial
+    /// weights.
+    pub train_loss: f64,
+    /// Mean loss over the calibration split.
+    pub calibration_loss: f64,
+    /// Macro AUROC over the calibration split (absent where undefined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_auroc: Option<f64>,
 }
 
 /// The seed-free part of a run key: what a metric row aggregates over seeds.

@@ -47,6 +47,7 @@ fn run(
         paths: BTreeMap::new(),
         timings: BTreeMap::new(),
         versions: BTreeMap::new(),
+        training: None,
     }
 }
 

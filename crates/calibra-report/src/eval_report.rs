@@ -538,6 +538,7 @@ pub fn eval_report_with(
         "\nEvery number is taken from `evaluation.json` (4 decimals); long tables show their first rows and \
          link the whole table as CSV beside this file.\n",
     );
+    md.push_str(&crate::convergence_report::convergence_section(&e.convergence));
     if let Some(why) = &e.crs_not_computed {
         md.push_str(&format!(
             "\n**{why}.** The sections below hold what the run records give without profiles.\n"

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod capped_table;
+mod convergence_report;
 mod eval_report;
 mod focus_report;
 mod html;
@@ -26,6 +27,7 @@ mod reliability_diagram;
 mod reliability_grid;
 mod svg;
 
+pub use convergence_report::convergence_section;
 pub use eval_report::{
     ReliabilityFigure, ReportFile, ReportOptions, eval_report, eval_report_with, heading_anchor,
 };

@@ -166,6 +166,7 @@ pub fn slot_output(
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::from([("calibra".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+            training: None,
         },
         predictions: PredictionsData::Bytes(bytes),
     })

@@ -46,8 +46,22 @@ use crate::run_key::FitKey;
 pub enum FitMethod {
     /// A probe on frozen features taken at `layer` (fraction of the encoder's blocks).
     Probe { probe: String, layer: f64 },
-    /// LoRA adaptation with a loss.
-    Lora { r: u32, alpha: f64, dropout: f64, lr: f64, epochs: u32, targets: Vec<String>, loss: LossConfig },
+    /// LoRA adaptation with a loss. `head_init` and `early_stopping` enter the key only when they
+    /// are not the historical behaviour (a random head, no early stopping), so recipes that do not
+    /// set them keep the keys (and stored fits) they had before these options existed.
+    Lora {
+        r: u32,
+        alpha: f64,
+        dropout: f64,
+        lr: f64,
+        epochs: u32,
+        targets: Vec<String>,
+        loss: LossConfig,
+        #[serde(skip_serializing_if = "is_random_head")]
+        head_init: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        early_stopping: Option<u32>,
+    },
     /// CoOp prompt learning with a loss.
     Coop {
         n_ctx: u32,
@@ -58,11 +72,24 @@ pub enum FitMethod {
         lr: f64,
         loss: LossConfig,
     },
-    /// Full fine-tuning with a loss.
-    Full { lr: f64, epochs: u32, loss: LossConfig },
+    /// Full fine-tuning with a loss (`head_init`, `early_stopping`: as for [`FitMethod::Lora`]).
+    Full {
+        lr: f64,
+        epochs: u32,
+        loss: LossConfig,
+        #[serde(skip_serializing_if = "is_random_head")]
+        head_init: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        early_stopping: Option<u32>,
+    },
     /// Zero-shot prompting with one template: `id` (`P1`…`P7` or `C1`…) and, for a custom
     /// template, its text (an MVC-Bench template's text is looked up by the executor).
     ZeroShot { id: String, text: Option<String> },
+}
+
+/// Whether `head_init` is the historical one (`random`), which the fit key leaves out.
+fn is_random_head(head_init: &str) -> bool {
+    head_init == "random"
 }
 
 /// A loss with its arguments.
@@ -172,6 +199,11 @@ pub fn probe_label(probe: &str, layer: f64) -> String {
     if layer == 1.0 { probe.to_string() } else { format!("{probe}@{layer}") }
 }
 
+/// A regime's `head_init`, or [`crate::recipe::DEFAULT_HEAD_INIT`].
+fn head_init_of(set: Option<&str>) -> String {
+    set.unwrap_or(crate::recipe::DEFAULT_HEAD_INIT).to_string()
+}
+
 fn in_scope(encoders: Option<&[String]>, encoder: &EncoderEntry) -> bool {
     encoders.is_none_or(|list| list.iter().any(|n| *n == encoder.display_name()))
 }
@@ -236,6 +268,8 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                             epochs: l.epochs,
                             targets: l.targets.clone(),
                             loss: loss.into(),
+                            head_init: head_init_of(l.head_init.as_deref()),
+                            early_stopping: l.early_stopping,
                         },
                         loss.display_label(),
                         fractions(l.label_fractions.as_deref()),
@@ -271,7 +305,13 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                 {
                     methods.push((
                         Regime::Full,
-                        FitMethod::Full { lr: f.lr, epochs: f.epochs, loss: loss.into() },
+                        FitMethod::Full {
+                            lr: f.lr,
+                            epochs: f.epochs,
+                            loss: loss.into(),
+                            head_init: head_init_of(f.head_init.as_deref()),
+                            early_stopping: f.early_stopping,
+                        },
                         loss.display_label(),
                         fractions(f.label_fractions.as_deref()),
                     ));

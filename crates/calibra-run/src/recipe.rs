@@ -49,6 +49,10 @@
 //! lr = 1e-4                           # > 0
 //! epochs = 5                          # >= 1
 //! targets = ["query", "value"]        # names::LORA_TARGETS
+//! head_init = "probe"                 # optional (lora and full): "probe" = LP-FT (the frozen logistic
+//!                                     # probe as the starting head) or "random"; default "random"
+//! early_stopping = 2                  # optional (lora and full): patience in epochs on the
+//!                                     # calibration-split loss, best epoch's weights kept; default none
 //!
 //! [regimes.coop]
 //! n_ctx = 4
@@ -272,6 +276,14 @@ fn default_layers() -> Vec<f64> {
     vec![1.0]
 }
 
+/// The head initialisation of a LoRA / full fit whose regime does not set `head_init`: `random`,
+/// what every fit did before `head_init` existed, so such recipes keep their fit keys (the key holds
+/// `head_init` only when it is not `random`; see `crate::grid::FitMethod`).
+pub const DEFAULT_HEAD_INIT: &str = "random";
+
+/// Values of `head_init`.
+pub const HEAD_INITS: &[&str] = &["probe", "random"];
+
 /// `[regimes.lora]`: low-rank adaptation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -282,6 +294,12 @@ pub struct LoraRegime {
     pub lr: f64,
     pub epochs: u32,
     pub targets: Vec<String>,
+    /// Where the linear head starts: `probe` (LP-FT) or `random` (default: [`DEFAULT_HEAD_INIT`]).
+    #[serde(default)]
+    pub head_init: Option<String>,
+    /// Early stopping on the calibration-split loss: patience in epochs (absent: none).
+    #[serde(default)]
+    pub early_stopping: Option<u32>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -325,6 +343,12 @@ fn default_class_position() -> String {
 pub struct FullRegime {
     pub lr: f64,
     pub epochs: u32,
+    /// As [`LoraRegime::head_init`].
+    #[serde(default)]
+    pub head_init: Option<String>,
+    /// As [`LoraRegime::early_stopping`].
+    #[serde(default)]
+    pub early_stopping: Option<u32>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -833,6 +857,7 @@ impl Recipe {
             if l.epochs == 0 {
                 problem(at.key("epochs"), "epochs must be >= 1".into());
             }
+            adapted_options(&mut problem, &at, l.head_init.as_deref(), l.early_stopping);
             non_empty_distinct(&mut problem, &at.key("targets"), &l.targets);
             for (i, t) in l.targets.iter().enumerate() {
                 if !names::is_known(names::LORA_TARGETS, t) {
@@ -872,6 +897,7 @@ impl Recipe {
         if let Some(f) = &r.full {
             let at = at.key("full");
             positive(&mut problem, &at.key("lr"), f.lr);
+            adapted_options(&mut problem, &at, f.head_init.as_deref(), f.early_stopping);
             if f.epochs == 0 {
                 problem(at.key("epochs"), "epochs must be >= 1".into());
             }
@@ -1031,6 +1057,26 @@ fn check_fractions(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list:
         if !(f.is_finite() && f > 0.0 && f <= 1.0) {
             problem(at.index(i), format!("{what} {f} is outside (0, 1]"));
         }
+    }
+}
+
+/// `head_init` one of [`HEAD_INITS`], `early_stopping` (patience) >= 1.
+fn adapted_options(
+    problem: &mut dyn FnMut(KeyPath, String),
+    at: &KeyPath,
+    head_init: Option<&str>,
+    early_stopping: Option<u32>,
+) {
+    if let Some(h) = head_init
+        && !HEAD_INITS.contains(&h)
+    {
+        problem(
+            at.key("head_init"),
+            format!("unknown head_init `{h}`; expected one of {}", HEAD_INITS.join(", ")),
+        );
+    }
+    if early_stopping == Some(0) {
+        problem(at.key("early_stopping"), "the early-stopping patience must be >= 1 epoch".into());
     }
 }
 

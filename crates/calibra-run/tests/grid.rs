@@ -94,3 +94,35 @@ fn zero_shot_fits_use_the_full_fraction_and_layers_label_the_probe() {
     assert_eq!(zs.len(), 2); // one encoder × 2 seeds
     assert!(zs.iter().all(|f| f.config.label_fraction == 1.0 && f.config.probe == "zero-shot:C1"));
 }
+
+#[test]
+fn head_init_and_early_stopping_enter_the_key_only_when_not_historical() {
+    let parse = |text: &str| {
+        expand(&Recipe::parse(text, "x.toml", ValidationOptions { check_paths: false }).unwrap())
+    };
+    let lora_keys = |fits: &[calibra_run::FitSpec]| -> Vec<FitKey> {
+        fits.iter().filter(|f| f.config.regime == Regime::Lora).map(|f| f.key.clone()).collect()
+    };
+    let base = expand(&recipe());
+    // The fit configuration of a recipe that does not set them serialises exactly as before they
+    // existed (no `head_init` / `early_stopping` members), so its keys and stored fits are kept.
+    let lora = base.iter().find(|f| f.config.regime == Regime::Lora).unwrap();
+    let json = serde_json::to_value(&lora.config.method).unwrap();
+    let members: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(members, ["alpha", "dropout", "epochs", "kind", "loss", "lr", "r", "targets"]);
+    let random = parse(&RECIPE.replace("r = 4\n", "r = 4\nhead_init = \"random\"\n"));
+    assert_eq!(lora_keys(&base), lora_keys(&random), "random is the historical head");
+    let probe = parse(&RECIPE.replace("r = 4\n", "r = 4\nhead_init = \"probe\"\n"));
+    let stopping = parse(&RECIPE.replace("r = 4\n", "r = 4\nearly_stopping = 2\n"));
+    for other in [&probe, &stopping] {
+        assert!(lora_keys(&base).iter().zip(lora_keys(other)).all(|(a, b)| *a != b));
+        let frozen = |f: &[calibra_run::FitSpec]| -> Vec<FitKey> {
+            f.iter().filter(|f| f.config.regime == Regime::Frozen).map(|f| f.key.clone()).collect()
+        };
+        assert_eq!(frozen(&base), frozen(other));
+    }
+    let bad = RECIPE.replace("r = 4\n", "r = 4\nhead_init = \"linear\"\nearly_stopping = 0\n");
+    let err =
+        Recipe::parse(&bad, "x.toml", ValidationOptions { check_paths: false }).unwrap_err().to_string();
+    assert!(err.contains("head_init") && err.contains("early_stopping"), "{err}");
+}

@@ -50,11 +50,11 @@ pub(crate) fn read_state<S: DeserializeOwned>(dir: &Path) -> Result<Option<(S, P
     Ok(None)
 }
 
-/// Write `module` as `<module_file>`, `optimizer` and `state` into a fresh `checkpoint/` under `dir`.
+/// Write each `(file, module)` of `modules`, `optimizer` and `state` into a fresh `checkpoint/`
+/// under `dir`.
 pub(crate) fn write<M: Module + Clone, S: Serialize>(
     dir: &Path,
-    module_file: &str,
-    module: &M,
+    modules: &[(&str, &M)],
     optimizer: &ModuleOptimizer,
     state: &S,
 ) -> Result<(), CheckpointFault> {
@@ -64,14 +64,16 @@ pub(crate) fn write<M: Module + Clone, S: Serialize>(
     }
     fs::create_dir_all(&tmp).map_err(io(&tmp))?;
     let fault = |file: &str, why: String| CheckpointFault::Format { path: tmp.join(file), why };
-    module.clone().save_file(tmp.join(module_file)).map_err(|e| fault(module_file, e.to_string()))?;
+    for (file, module) in modules {
+        module.clone().save_file(tmp.join(file)).map_err(|e| fault(file, e.to_string()))?;
+    }
     optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| fault("optimizer.bpk", e.to_string()))?;
     let state_path = tmp.join("state.json");
     let json = serde_json::to_string(state).map_err(|e| fault("state.json", e.to_string()))?;
     let mut f = fs::File::create(&state_path).map_err(io(&state_path))?;
     f.write_all(json.as_bytes()).map_err(io(&state_path))?;
     f.sync_all().map_err(io(&state_path))?;
-    for file in [module_file, "optimizer.bpk"] {
+    for file in modules.iter().map(|(f, _)| *f).chain(["optimizer.bpk"]) {
         let p = tmp.join(file);
         fs::File::open(&p).and_then(|f| f.sync_all()).map_err(io(&p))?;
     }

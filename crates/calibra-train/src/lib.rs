@@ -2,7 +2,8 @@
 //! FLSD-53, MDCA, MbLS, MCM, ZS-Norm, the zero-shot range penalty, masked multilabel BCE) with a
 //! registry by name, the learning-rate schedules (warmup + cosine as in transformers; Dassl's
 //! constant-warmup cosine), global-norm gradient clipping over burn `GradientsParams`, the training
-//! loop with crash-safe checkpoints (`trainer`), cached frozen-feature passes (`features`),
+//! loop with crash-safe checkpoints (`trainer`), per-epoch held-out curves (`training_curve`) and early
+//! stopping on them (`early_stopping`), cached frozen-feature passes (`features`),
 //! fine-tuning an encoder with a head by LoRA, in full or head-only (`fine_tune`), and CoOp /
 //! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`), and pretraining the tiny ViT encoders
 //! shipped in `checkpoints/` from the synthetic suite (`pretrain`) and the tiny contrastive CLIP
@@ -13,6 +14,7 @@
 
 mod checkpoint_dir;
 pub mod coop;
+pub mod early_stopping;
 pub mod error;
 pub mod features;
 pub mod fine_tune;
@@ -22,6 +24,7 @@ pub mod pretrain;
 pub mod pretrain_clip;
 pub mod schedule;
 pub mod trainer;
+pub mod training_curve;
 
 pub use coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop};
 pub use error::TrainError;

@@ -18,10 +18,12 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::early_stopping::{EarlyStopping, Verdict};
 use crate::error::TrainError;
 use crate::grad_clip::clip_grad_norm;
 use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::WarmupCosine;
+use crate::training_curve::{EpochRecord, Monitor, mean_loss};
 
 /// A model trained to classify: preprocessed images `[b, c, h, w]` → logits `[b, K]`.
 pub trait Classifier: Module + Clone {
@@ -64,6 +66,11 @@ pub struct TrainConfig {
     pub seed: u64,
     /// Write a checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: usize,
+    /// Early stopping on the monitored (calibration-split) loss: stop after this many epochs in a
+    /// row without a new lowest loss and restore the best epoch's weights (`None`: train every
+    /// epoch and keep the last weights). Needs a [`Monitor`]; see [`crate::early_stopping`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stopping: Option<usize>,
 }
 
 impl Default for TrainConfig {
@@ -80,6 +87,7 @@ impl Default for TrainConfig {
             max_grad_norm: Some(1.0),
             seed: 0,
             checkpoint_every: 50,
+            early_stopping: None,
         }
     }
 }
@@ -98,6 +106,9 @@ impl TrainConfig {
         }
         if !(0.0..1.0).contains(&self.warmup_ratio) {
             return bad(format!("warmup_ratio must be in [0, 1), got {}", self.warmup_ratio));
+        }
+        if self.early_stopping == Some(0) {
+            return bad("early_stopping (patience) must be >= 1 epoch".into());
         }
         Ok(())
     }
@@ -160,7 +171,7 @@ impl TrainSet {
         Ok(())
     }
 
-    fn images(&self, indices: &[usize], device: &Device) -> Tensor<4> {
+    pub(crate) fn images(&self, indices: &[usize], device: &Device) -> Tensor<4> {
         let [c, h, w] = self.image_shape;
         let size = c * h * w;
         let mut pixels = Vec::with_capacity(indices.len() * size);
@@ -243,6 +254,12 @@ pub struct TrainOutcome<M> {
     pub resumed_from: Option<usize>,
     /// Loss of every step, including those before a resume (read from the checkpoint).
     pub losses: Vec<f64>,
+    /// The training curve with a [`Monitor`] (epoch 0: the initial weights), else empty.
+    pub curve: Vec<EpochRecord>,
+    /// With early stopping: the epoch (1-based) whose weights `model` holds.
+    pub best_epoch: Option<usize>,
+    /// Whether early stopping ended the run before its last epoch.
+    pub stopped_early: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -252,7 +269,16 @@ struct CheckpointState {
     config: TrainConfig,
     n_train: usize,
     losses: Vec<f64>,
+    #[serde(default)]
+    curve: Vec<EpochRecord>,
+    #[serde(default)]
+    early_stopping: Option<EarlyStopping>,
+    #[serde(default)]
+    stopped_early: bool,
 }
+
+/// The file of the best epoch's weights in a checkpoint (early stopping only).
+const BEST_FILE: &str = "best.bpk";
 
 fn mix(seed: u64, x: u64) -> u64 {
     // SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
@@ -294,7 +320,35 @@ pub fn train<M: Classifier>(
     checkpoint_dir: Option<&Path>,
     progress: &mut dyn FnMut(&StepReport),
 ) -> Result<TrainOutcome<M>, TrainerError> {
+    train_monitored(model, data, loss, config, device, checkpoint_dir, None, progress)
+}
+
+/// [`train`] with a held-out [`Monitor`]: the monitored loss and score are computed on the initial
+/// weights (epoch 0) and after every epoch (dropout off), and form [`TrainOutcome::curve`]. With
+/// `config.early_stopping`, the run stops once that many epochs in a row did not lower the
+/// monitored loss and returns the weights of the epoch with the lowest one (epochs >= 1: the
+/// returned model has always trained). Monitoring does not touch the random streams, so the weights
+/// after each step are those of an unmonitored run.
+#[allow(clippy::too_many_arguments)]
+pub fn train_monitored<M: Classifier>(
+    model: M,
+    data: &TrainSet,
+    loss: &dyn Loss,
+    config: &TrainConfig,
+    device: &Device,
+    checkpoint_dir: Option<&Path>,
+    monitor: Option<&Monitor<'_>>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<TrainOutcome<M>, TrainerError> {
     config.validate()?;
+    if config.early_stopping.is_some() && monitor.is_none() {
+        return Err(TrainerError::Config(
+            "early stopping needs a monitored held-out set (the calibration split)".into(),
+        ));
+    }
+    if let Some(m) = monitor {
+        m.check()?;
+    }
     if data.is_empty() {
         return Err(TrainerError::Config("the training set is empty".into()));
     }
@@ -307,6 +361,10 @@ pub fn train<M: Classifier>(
     let mut start = 0;
     let mut losses = Vec::with_capacity(total_steps);
     let mut resumed_from = None;
+    let mut curve: Vec<EpochRecord> = Vec::new();
+    let mut stopping = config.early_stopping.map(EarlyStopping::new);
+    let mut best_model: Option<M> = None;
+    let mut stopped_early = false;
     if let Some(dir) = checkpoint_dir
         && let Some((state, path)) = crate::checkpoint_dir::read_state::<CheckpointState>(dir)?
     {
@@ -326,12 +384,31 @@ pub fn train<M: Classifier>(
         })?;
         start = state.step;
         losses = state.losses;
+        curve = state.curve;
+        stopped_early = state.stopped_early;
+        if state.early_stopping.is_some() {
+            stopping = state.early_stopping;
+        }
+        if stopping.as_ref().is_some_and(|s| s.best.is_some()) {
+            let best = model.clone().try_load_file(path.join(BEST_FILE)).map_err(|e| {
+                TrainerError::Checkpoint { path: path.clone(), why: format!("{BEST_FILE}: {e}") }
+            })?;
+            best_model = Some(best);
+        }
         resumed_from = Some(start);
+    }
+    if let Some(m) = monitor
+        && curve.is_empty()
+    {
+        let (calibration_loss, calibration_auroc) = m.evaluate(&model, loss, device)?;
+        let (train_loss, _) = mean_loss(&model, data, loss, device, m.batch_size)?;
+        curve.push(EpochRecord { epoch: 0, train_loss, calibration_loss, calibration_auroc });
     }
 
     let mut order: Vec<usize> = Vec::new();
     let mut order_epoch = usize::MAX;
-    for step in start..total_steps {
+    let run_to = if stopped_early { start } else { total_steps };
+    for step in start..run_to {
         let epoch = step / steps_per_epoch;
         if epoch != order_epoch {
             order = epoch_order(data.len(), config.seed, epoch);
@@ -358,13 +435,33 @@ pub fn train<M: Classifier>(
             images: indices.len(),
         });
         let done = step + 1;
-        if let Some(dir) = checkpoint_dir
-            && crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every)
+        let mut stop = false;
+        if let Some(m) = monitor
+            && done.is_multiple_of(steps_per_epoch)
         {
+            let epoch_losses = &losses[losses.len() - steps_per_epoch..];
+            let train_loss = epoch_losses.iter().sum::<f64>() / steps_per_epoch as f64;
+            let (calibration_loss, calibration_auroc) = m.evaluate(&model, loss, device)?;
+            curve.push(EpochRecord { epoch: epoch + 1, train_loss, calibration_loss, calibration_auroc });
+            if let Some(s) = stopping.as_mut() {
+                match s.observe(epoch + 1, calibration_loss) {
+                    Verdict::Improved => best_model = Some(model.clone()),
+                    Verdict::Worse => {}
+                    Verdict::Stop => stop = done < total_steps,
+                }
+            }
+        }
+        stopped_early = stop;
+        if let Some(dir) = checkpoint_dir
+            && (stop || crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every))
+        {
+            let mut modules: Vec<(&str, &M)> = vec![("model.bpk", &model)];
+            if let Some(best) = &best_model {
+                modules.push((BEST_FILE, best));
+            }
             crate::checkpoint_dir::write(
                 dir,
-                "model.bpk",
-                &model,
+                &modules,
                 &optimizer,
                 &CheckpointState {
                     format: 1,
@@ -372,11 +469,22 @@ pub fn train<M: Classifier>(
                     config: config.clone(),
                     n_train: data.len(),
                     losses: losses.clone(),
+                    curve: curve.clone(),
+                    early_stopping: stopping.clone(),
+                    stopped_early: stop,
                 },
             )?;
         }
+        if stop {
+            break;
+        }
     }
-    Ok(TrainOutcome { model, total_steps, resumed_from, losses })
+    let best_epoch = stopping.as_ref().and_then(EarlyStopping::best_epoch);
+    let model = match best_model {
+        Some(best) if stopping.is_some() => best,
+        _ => model,
+    };
+    Ok(TrainOutcome { model, total_steps, resumed_from, losses, curve, best_epoch, stopped_early })
 }
 
 impl From<crate::checkpoint_dir::CheckpointFault> for TrainerError {

@@ -133,6 +133,7 @@ impl Executor for TestExecutor {
                     paths: BTreeMap::new(),
                     timings: BTreeMap::new(),
                     versions: BTreeMap::new(),
+                    training: None,
                 },
                 predictions: PredictionsData::Bytes(csv.into_bytes()),
             });

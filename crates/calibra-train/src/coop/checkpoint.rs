@@ -60,5 +60,5 @@ pub(crate) fn write(
     optimizer: &ModuleOptimizer,
     state: &CoopState,
 ) -> Result<(), CoopError> {
-    Ok(crate::checkpoint_dir::write(dir, "learner.bpk", learner, optimizer, state)?)
+    Ok(crate::checkpoint_dir::write(dir, &[("learner.bpk", learner)], optimizer, state)?)
 }

@@ -87,6 +87,23 @@ impl EncoderClassifier {
         Ok((EncoderClassifier { encoder, head }, wrapped))
     }
 
+    /// The same model with its head replaced by PyTorch-layout `weight` `[K, d]` (row-major) and
+    /// `bias` `[K]` (trainable, as the drawn head is): LP-FT's probe head.
+    pub fn with_head(self, weight: &[f32], bias: Vec<f32>, device: &Device) -> Result<Self, FineTuneError> {
+        let [dim, k] = self.head.weight.dims();
+        if weight.len() != dim * k || bias.len() != k {
+            return Err(FineTuneError::Invalid(format!(
+                "a head of {} weights and {} biases does not fit [{k}, {dim}]",
+                weight.len(),
+                bias.len()
+            )));
+        }
+        Ok(EncoderClassifier {
+            encoder: self.encoder,
+            head: pytorch_linear(weight, Some(bias), k, dim, device),
+        })
+    }
+
     /// Logits `[b, K]`, or the encoder's error (an image size it cannot take).
     pub fn try_logits(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         Ok(self.head.forward(self.encoder.embed(images)?))

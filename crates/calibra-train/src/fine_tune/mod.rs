@@ -10,6 +10,7 @@
 //! tens of thousands of small images; a streaming loader for large real datasets is not built yet.
 
 mod classifier;
+mod probe_head;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,8 @@ pub use classifier::{Adaptation, EncoderClassifier};
 
 use crate::features::{FeatureCondition, FeatureError, ImageBatch, image_batch};
 use crate::losses::Loss;
-use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train};
+use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train_monitored};
+use crate::training_curve::{EpochRecord, HeldOutScore, Monitor};
 
 /// Errors of fine-tuning, each naming what is at fault.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +62,51 @@ pub struct FineTuneRequest<'a> {
     pub adaptation: Adaptation,
     /// Optimisation; its `seed` also seeds the head and the LoRA A factors.
     pub train: TrainConfig,
+    /// Where the head starts.
+    pub head_init: HeadInit,
+    /// The held-out rows evaluated after every epoch (the calibration split), with the score of their
+    /// logits; needed for early stopping.
+    pub held_out: Option<HeldOut<'a>>,
+}
+
+/// How the linear head is initialised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeadInit {
+    /// `torch.nn.Linear`'s uniform ±1/√d draw (seeded).
+    #[default]
+    Random,
+    /// LP-FT: the frozen `logistic` probe fitted on the training images' features (see
+    /// `probe_head`), so fine-tuning starts where the frozen regime ends.
+    Probe,
+}
+
+impl HeadInit {
+    /// `random` or `probe` (the recipe's `head_init`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HeadInit::Random => "random",
+            HeadInit::Probe => "probe",
+        }
+    }
+
+    /// Parses a recipe's `head_init`.
+    pub fn parse(name: &str) -> Result<Self, FineTuneError> {
+        match name {
+            "random" => Ok(HeadInit::Random),
+            "probe" => Ok(HeadInit::Probe),
+            other => Err(FineTuneError::Invalid(format!(
+                "unknown head_init `{other}`; expected `probe` or `random`"
+            ))),
+        }
+    }
+}
+
+/// Held-out rows of the dataset monitored during training.
+pub struct HeldOut<'a> {
+    /// Dataset indices (clean images).
+    pub rows: &'a [usize],
+    /// Score of their logits, row-major `[rows.len(), K]` (macro AUROC in `calibra run`).
+    pub score: &'a HeldOutScore<'a>,
 }
 
 /// A fitted model and how it was fitted.
@@ -78,6 +125,11 @@ pub struct FineTuned {
     pub total_steps: usize,
     /// The step the run resumed from, if a checkpoint was found.
     pub resumed_from: Option<usize>,
+    /// The held-out curve (epoch 0 = the initial weights), empty without `held_out`.
+    pub curve: Vec<EpochRecord>,
+    /// With early stopping: the epoch whose weights `model` holds.
+    pub best_epoch: Option<usize>,
+    pub stopped_early: bool,
 }
 
 /// The training set of `rows`: clean images, preprocessed, with the dataset's targets.
@@ -133,15 +185,34 @@ pub fn fine_tune(
         ))
     })?;
     let dim = dim.dims()[1];
-    let (model, wrapped) = EncoderClassifier::new(
-        encoder,
-        dim,
-        request.dataset.labels.len(),
-        &request.adaptation,
-        request.train.seed,
+    let n_outputs = request.dataset.labels.len();
+    let probe = match request.head_init {
+        HeadInit::Probe => Some(probe_head::probe_head(&encoder, &data, n_outputs, &autodiff)?),
+        HeadInit::Random => None,
+    };
+    let (mut model, wrapped) =
+        EncoderClassifier::new(encoder, dim, n_outputs, &request.adaptation, request.train.seed, &autodiff)?;
+    if let Some((weight, bias)) = probe {
+        model = model.with_head(&weight, bias, &autodiff)?;
+    }
+    let held_out = match &request.held_out {
+        Some(h) => Some(train_set(request.dataset, h.rows, request.preprocess)?),
+        None => None,
+    };
+    let monitor = match (&held_out, &request.held_out) {
+        (Some(data), Some(h)) => Some(Monitor { data, score: h.score, batch_size: 64 }),
+        _ => None,
+    };
+    let outcome = train_monitored(
+        model,
+        &data,
+        loss,
+        &request.train,
         &autodiff,
+        checkpoint_dir,
+        monitor.as_ref(),
+        progress,
     )?;
-    let outcome = train(model, &data, loss, &request.train, &autodiff, checkpoint_dir, progress)?;
     Ok(FineTuned {
         checkpoint: request.checkpoint.to_path_buf(),
         model: outcome.model.valid(),
@@ -150,6 +221,9 @@ pub fn fine_tune(
         losses: outcome.losses,
         total_steps: outcome.total_steps,
         resumed_from: outcome.resumed_from,
+        curve: outcome.curve,
+        best_epoch: outcome.best_epoch,
+        stopped_early: outcome.stopped_early,
     })
 }
 
