@@ -280,3 +280,92 @@ fn sals_maps_logits_into_the_zero_shot_range() {
         assert!((got - want).abs() < 1e-9, "{r1:?}");
     }
 }
+
+/// `--method lac` writes the same sets as MAPIE's SplitConformalClassifier on the shipped examples
+/// (`tests/golden/conformal_examples.json`, `scripts/golden/conformal.py`), per label for multilabel.
+#[test]
+fn lac_sets_match_mapie_on_the_examples() {
+    let golden: Value = serde_json::from_str(include_str!("golden/conformal_examples.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, case) in golden["cases"].as_array().unwrap().iter().enumerate() {
+        let out = dir.path().join(format!("sets-{i}.csv"));
+        let alpha = case["alpha"].to_string();
+        let cal = example(case["cal"].as_str().unwrap());
+        let test = example(case["test"].as_str().unwrap());
+        let args = ["calibrate", "--method", "lac", "--alpha", &alpha, "--fit", p(&cal), "--apply", p(&test)];
+        let mut args = args.to_vec();
+        args.extend(["--out", p(&out)]);
+        ok(&args);
+        let written = std::fs::read_to_string(&out).unwrap();
+        let mut lines = written.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let ids: Vec<&str> = case["ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ids);
+        if let Some(sets) = case.get("set") {
+            assert_eq!(header, ["id", "label", "set"]);
+            for (r, want) in rows.iter().zip(sets.as_array().unwrap()) {
+                assert_eq!(r[2], want.as_str().unwrap(), "row {}", r[0]);
+            }
+        } else {
+            assert_eq!(header, ["id", "set_effusion", "set_edema", "set_cardiomegaly"]);
+            for (j, sets) in case["set_per_label"].as_array().unwrap().iter().enumerate() {
+                for (r, want) in rows.iter().zip(sets.as_array().unwrap()) {
+                    assert_eq!(r[1 + j], want.as_str().unwrap(), "row {} label {j}", r[0]);
+                }
+            }
+        }
+    }
+}
+
+/// APS / RAPS sets with --report: coverage near 1 − α on exchangeable examples, deterministic per
+/// seed, and the bad inputs the issue lists are refused with a message saying why.
+#[test]
+fn conformal_report_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cal, test) = (example("miscalibrated_cal.csv"), example("miscalibrated_test.csv"));
+    let run = |method: &str, extra: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        let mut args =
+            vec!["calibrate", "--method", method, "--fit", p(&cal), "--apply", p(&test), "--out", p(&out)];
+        args.extend_from_slice(extra);
+        args.extend(["--report", "--format", "json"]);
+        let o = ok(&args);
+        (serde_json::from_slice::<Value>(&o.stdout).unwrap(), std::fs::read_to_string(&out).unwrap())
+    };
+    for (method, extra) in [
+        ("aps", vec!["--last-label", "randomized", "--seed", "3"]),
+        ("raps", vec!["--raps-lambda", "0.1", "--k-reg", "2"]),
+        ("lac", vec![]),
+    ] {
+        let (report, csv) = run(method, &extra, &format!("{method}-a.csv"));
+        let (again, csv2) = run(method, &extra, &format!("{method}-b.csv"));
+        assert_eq!(report, again, "{method}: same seed, same report");
+        assert_eq!(csv, csv2, "{method}: same seed, same sets");
+        let coverage = report["coverage"].as_f64().unwrap();
+        assert!((0.85..=1.0).contains(&coverage), "{method}: coverage {coverage} at α = 0.1");
+        assert!(report["mean_set_size"].as_f64().unwrap() >= 1.0 - 1e-12 || method == "aps");
+        assert_eq!(report["class_coverage"].as_array().unwrap().len(), 4);
+    }
+    let bad = |args: &[&str], needle: &str| {
+        let out = dir.path().join("bad.csv");
+        let mut all = vec!["calibrate", "--fit", p(&cal), "--apply", p(&test), "--out", p(&out)];
+        all.extend_from_slice(args);
+        let o = calibra(&all);
+        assert!(!o.status.success(), "{args:?} must fail");
+        let err = text(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in `{err}`");
+        assert!(!out.exists(), "{args:?}: nothing written on failure");
+    };
+    bad(&["--method", "lac", "--alpha", "1.5"], "must be in (0, 1)");
+    bad(&["--method", "aps", "--alpha", "0"], "must be in (0, 1)");
+    bad(&["--method", "lac", "--alpha", "0.0001"], "too small");
+    bad(&["--method", "temperature", "--alpha", "0.1"], "apply to the conformal methods");
+    let (mcal, mtest) =
+        (example("miscalibrated_multilabel_cal.csv"), example("miscalibrated_multilabel_test.csv"));
+    let out = dir.path().join("ml.csv");
+    let o =
+        calibra(&["calibrate", "--method", "aps", "--fit", p(&mcal), "--apply", p(&mtest), "--out", p(&out)]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("no multilabel form"), "{}", text(&o.stderr));
+}

@@ -187,3 +187,42 @@ fn example_metric_sets_match_sklearn_and_the_numpy_oracles() {
         assert_close(file, &actual, &case["expected"], case["tolerance"].as_f64().unwrap());
     }
 }
+
+/// The selective-prediction keys (`aurc`, `eaurc`, `augrc`, ...) against torch-uncertainty, relplot and
+/// uncertainty-calibration on the shipped examples (`tests/golden/selective_examples.json`, made by
+/// `scripts/golden/selective.py`), and the old keys are still first and unchanged in order.
+#[test]
+fn selective_keys_match_torch_uncertainty_relplot_and_kumar() {
+    let golden: serde_json::Value =
+        serde_json::from_str(include_str!("golden/selective_examples.json")).unwrap();
+    let tol = golden["tolerance"].as_f64().unwrap();
+    for case in golden["cases"].as_array().unwrap() {
+        let file = case["file"].as_str().unwrap();
+        let actual = json_of(&["metrics", &example(file), "--format", "json"]);
+        assert_close(file, &actual, &case["expected"], tol);
+        let msp = &actual["selective_by_score"]["msp"];
+        assert_eq!(msp["aurc"], actual["aurc"], "{file}: msp ranking is the main AURC");
+        for score in ["max-logit", "energy", "entropy", "margin"] {
+            let a = actual["selective_by_score"][score]["aurc"].as_f64().unwrap();
+            let e = actual["selective_by_score"][score]["eaurc"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&a) && e >= -1e-15, "{file}: {score}: AURC {a}, E-AURC {e}");
+        }
+        let out = calibra(&["metrics", &example(file), "--format", "json"]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let keys: Vec<&str> = ["\"n\"", "\"reliability\"", "\"aurc\"", "\"selective_by_score\""]
+            .into_iter()
+            .filter(|k| text.contains(*k))
+            .collect();
+        assert_eq!(keys.len(), 4, "{file}");
+        assert!(
+            text.find("\"reliability\"").unwrap() < text.find("\"aurc\"").unwrap(),
+            "{file}: new keys come last"
+        );
+    }
+    let out = calibra(&["metrics", &example("predictions_multilabel.csv")]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["AURC", "AUGRC", "smooth ECE (relplot)", "debiased ECE"] {
+        assert!(text.contains(needle), "multilabel table misses `{needle}`:\n{text}");
+    }
+}

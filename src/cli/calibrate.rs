@@ -3,6 +3,11 @@
 //! calibrator as JSON and print the before/after table (`--report`: ECE, adaptive ECE, Brier, NLL,
 //! accuracy, macro AUROC and the change in AUROC — CRS-Bench's E2 table).
 //!
+//! `--method lac|thr|aps|raps` instead makes split conformal prediction sets (MAPIE 1.6's rules, see
+//! `calibra_calibrate::conformal`): fitted on `--fit` at level `--alpha`, written for `--apply` as a CSV
+//! with a `set` column of class indices separated by spaces (`set_<label>` columns, each a subset of
+//! {0, 1}, for multilabel files), and with `--report` their coverage and size.
+//!
 //! Every output goes through a temp file + rename, and nothing is written before fitting and
 //! applying have succeeded, so a failure never leaves a partial file.
 
@@ -20,9 +25,10 @@ use std::path::{Path, PathBuf};
 #[command(group(clap::ArgGroup::new("source").required(true).args(["method", "load"])))]
 pub struct CalibrateArgs {
     /// Method to fit: temperature, vector, matrix, isotonic, dirichlet, platt or sals. On multilabel
-    /// files temperature, isotonic and platt calibrate each label separately.
+    /// files temperature, isotonic and platt calibrate each label separately. Or a conformal method
+    /// making prediction sets: lac (= thr), aps or raps (multilabel: lac, per label).
     #[arg(long, requires = "fit")]
-    pub method: Option<Method>,
+    pub method: Option<MethodArg>,
     /// Calibration predictions (held-out split) to fit on.
     #[arg(long, value_name = "CAL_PREDICTIONS", conflicts_with = "load")]
     pub fit: Option<PathBuf>,
@@ -64,8 +70,47 @@ pub struct CalibrateArgs {
     /// Bins for ECE in --report.
     #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::cli::eval::numbers::bins)]
     pub bins: u32,
+    /// Conformal sets: miscoverage level α in (0, 1) (default 0.1: sets hold the label 90 % of the time).
+    #[arg(long, value_name = "ALPHA")]
+    pub alpha: Option<f64>,
+    /// APS / RAPS: MAPIE's include_last_label: include (MAPIE's default True), exclude (False) or
+    /// randomized.
+    #[arg(long, value_name = "RULE")]
+    pub last_label: Option<calibra_calibrate::LastLabel>,
+    /// RAPS: the penalty λ per class beyond rank k_reg (default 0.01).
+    #[arg(long, value_name = "LAMBDA")]
+    pub raps_lambda: Option<f64>,
+    /// RAPS: the rank k_reg after which classes are penalised (default 1).
+    #[arg(long, value_name = "K")]
+    pub k_reg: Option<usize>,
+    /// Conformal sets: seed of the uniform draws that randomise APS / RAPS (default 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+}
+
+/// `--method`: a calibrator, or a conformal method that makes prediction sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MethodArg {
+    Calibrator(Method),
+    Conformal(&'static str),
+}
+
+impl std::str::FromStr for MethodArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(name) = calibra_calibrate::CONFORMAL_METHODS.iter().find(|m| **m == s) {
+            return Ok(MethodArg::Conformal(name));
+        }
+        s.parse::<Method>().map(MethodArg::Calibrator).map_err(|e| {
+            format!(
+                "{e}; or a conformal method making prediction sets: {}",
+                calibra_calibrate::CONFORMAL_METHODS.join(", ")
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -99,6 +144,21 @@ pub struct CalibrationReport {
 }
 
 pub fn run(args: &CalibrateArgs) -> Result<()> {
+    let method = match args.method {
+        Some(MethodArg::Conformal(name)) => return conformal::run(args, name),
+        Some(MethodArg::Calibrator(m)) => Some(m),
+        None => None,
+    };
+    if args.alpha.is_some()
+        || args.last_label.is_some()
+        || args.raps_lambda.is_some()
+        || args.k_reg.is_some()
+        || args.seed.is_some()
+    {
+        bail!(
+            "--alpha, --last-label, --raps-lambda, --k-reg and --seed apply to the conformal methods (lac, aps, raps) only"
+        );
+    }
     if args.save.is_none() && args.out.is_none() {
         bail!(
             "nothing to do: give --apply PREDICTIONS --out CALIBRATED_PREDICTIONS, or --save CALIBRATOR_JSON"
@@ -108,7 +168,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         Some(path) => Some((path.as_path(), read_predictions(path)?)),
         None => None,
     };
-    let fitted = match (&args.load, &args.fit, args.method) {
+    let fitted = match (&args.load, &args.fit, method) {
         (Some(path), _, _) => FittedCalibrator::load(path)?,
         (None, Some(cal_path), Some(method)) => fit(args, method, cal_path, target.as_ref())?,
         _ => bail!("give --method METHOD --fit CAL_PREDICTIONS, or --load CALIBRATOR_JSON"),
@@ -300,4 +360,220 @@ fn table(r: &CalibrationReport) -> String {
     }
     let _ = writeln!(out, "ΔAUROC {}", r.delta_auroc.map_or("n/a".to_string(), |d| format!("{d:+.6}")));
     out
+}
+
+/// `--method lac|thr|aps|raps`: split conformal prediction sets.
+mod conformal {
+    use super::{CalibrateArgs, OutputFormat, cell, check_same_classes};
+    use anyhow::{Context, Result, bail};
+    use calibra_calibrate::{
+        ConformalMethod, ConformalPredictor, LastLabel, SetCoverage, fit_multilabel, predict_multilabel,
+        set_coverage, uniform_draws,
+    };
+    use calibra_predictions::{Predictions, Targets, read_predictions};
+    use serde::Serialize;
+
+    /// The test draws come from a stream independent of the calibration draws.
+    const TEST_STREAM: u64 = 0xD1B5_4A32_D192_ED03;
+
+    /// The `--report` document of conformal sets.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct SetReport {
+        pub method: ConformalMethod,
+        pub alpha: f64,
+        pub seed: u64,
+        pub calibration_samples: usize,
+        /// `q̂` (multilabel: one per label, in column order).
+        pub quantiles: Vec<f64>,
+        pub samples: usize,
+        /// Fraction of rows (multilabel: of observed (row, label) cells) whose set holds the label.
+        pub coverage: f64,
+        /// Coverage per true class (multilabel: per label); `null` without rows.
+        pub class_coverage: Vec<(String, Option<f64>)>,
+        pub mean_set_size: f64,
+        pub empty_fraction: f64,
+    }
+
+    pub fn run(args: &CalibrateArgs, name: &str) -> Result<()> {
+        if args.save.is_some() || args.load.is_some() || args.zero_shot.is_some() {
+            bail!(
+                "--save, --load and --zero-shot apply to calibrators; `{name}` makes prediction sets from --fit and --apply"
+            );
+        }
+        let (Some(cal_path), Some(test_path), Some(out)) = (&args.fit, &args.apply, &args.out) else {
+            bail!("conformal sets need --fit CAL_PREDICTIONS --apply PREDICTIONS --out SETS_CSV");
+        };
+        if args.reg_lambda.is_some() || args.folds.is_some() {
+            bail!("--reg-lambda / --folds apply to matrix and dirichlet, not to `{name}`");
+        }
+        if name != "raps" && (args.raps_lambda.is_some() || args.k_reg.is_some()) {
+            bail!("--raps-lambda and --k-reg apply to raps only, not to `{name}`");
+        }
+        if (name == "lac" || name == "thr") && args.last_label.is_some() {
+            bail!("--last-label applies to aps and raps; LAC has no last-label rule");
+        }
+        let alpha = args.alpha.unwrap_or(0.1);
+        let seed = args.seed.unwrap_or(0);
+        let method = ConformalMethod::parse_name(
+            name,
+            args.last_label.unwrap_or(LastLabel::Include),
+            args.raps_lambda.unwrap_or(0.01),
+            args.k_reg.unwrap_or(1),
+        )?;
+        let cal = read_predictions(cal_path)?;
+        let test = read_predictions(test_path)?;
+        check_same_classes(cal_path, &cal, test_path, &test)?;
+        let k = cal.num_classes();
+        let names = cal.class_names().to_vec();
+        let (csv, report) = match (cal.targets(), test.targets()) {
+            (Targets::Classes(cal_y), Targets::Classes(test_y)) => {
+                let fitted = ConformalPredictor::fit(
+                    method,
+                    &cal.probabilities(),
+                    k,
+                    cal_y,
+                    alpha,
+                    &uniform_draws(seed, cal.len()),
+                )
+                .with_context(|| format!("fitting {method} sets on {}", cal_path.display()))?;
+                let sets = fitted
+                    .predict(&test.probabilities(), k, &uniform_draws(seed ^ TEST_STREAM, test.len()))
+                    .with_context(|| format!("making {method} sets for {}", test_path.display()))?;
+                let cov = set_coverage(&sets, test_y, k);
+                let csv = single_label_csv(&test, test_y, &sets)?;
+                (csv, report_of(method, alpha, seed, cal.len(), vec![fitted.quantile], &test, &cov, &names))
+            }
+            (Targets::Labels(cal_t), Targets::Labels(test_t)) => {
+                let fitted = fit_multilabel(method, &cal.probabilities(), k, cal_t, alpha, &names)
+                    .with_context(|| format!("fitting per-label {method} sets on {}", cal_path.display()))?;
+                let sets = predict_multilabel(&fitted, &test.probabilities(), k);
+                let csv = multilabel_csv(&test, &names, &sets)?;
+                let cov = multilabel_coverage(&sets, test_t, k);
+                let q = fitted.iter().map(|f| f.quantile).collect();
+                (csv, report_of(method, alpha, seed, cal.len(), q, &test, &cov, &names))
+            }
+            _ => unreachable!("check_same_classes compares the tasks"),
+        };
+        if report.quantiles.len() > 1 {
+            for (label, q) in names.iter().zip(&report.quantiles) {
+                eprintln!("label `{label}`: q̂ = {q}");
+            }
+        }
+        eprintln!(
+            "fitted {method} sets (α = {alpha}) on {} calibration samples; coverage {} with mean set size {}",
+            cal.len(),
+            cell(Some(report.coverage)),
+            cell(Some(report.mean_set_size))
+        );
+        calibra_predictions::write_atomically(out, |w| std::io::Write::write_all(w, &csv))?;
+        eprintln!("wrote prediction sets to {}", out.display());
+        if args.report {
+            match args.format {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                OutputFormat::Table => print!("{}", table(&report)),
+            }
+        }
+        Ok(())
+    }
+
+    fn join(set: &[usize]) -> String {
+        set.iter().map(usize::to_string).collect::<Vec<_>>().join(" ")
+    }
+
+    fn single_label_csv(test: &Predictions, labels: &[usize], sets: &[Vec<usize>]) -> Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(["id", "label", "set"])?;
+        for ((id, y), set) in test.ids().iter().zip(labels).zip(sets) {
+            w.write_record([id.as_str(), &y.to_string(), &join(set)])?;
+        }
+        Ok(w.into_inner().map_err(|e| e.into_error())?)
+    }
+
+    fn multilabel_csv(test: &Predictions, names: &[String], sets: &[Vec<Vec<usize>>]) -> Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut header = vec!["id".to_string()];
+        header.extend(names.iter().map(|n| format!("set_{n}")));
+        w.write_record(&header)?;
+        for (id, row) in test.ids().iter().zip(sets) {
+            let mut record = vec![id.clone()];
+            record.extend(row.iter().map(|s| join(s)));
+            w.write_record(&record)?;
+        }
+        Ok(w.into_inner().map_err(|e| e.into_error())?)
+    }
+
+    /// Coverage over observed (row, label) cells; `class_coverage` per label.
+    fn multilabel_coverage(sets: &[Vec<Vec<usize>>], targets: &[Option<bool>], l: usize) -> SetCoverage {
+        let (mut hits, mut cells, mut size, mut empty) = (0usize, 0usize, 0usize, 0usize);
+        let (mut per_hits, mut per_n) = (vec![0usize; l], vec![0usize; l]);
+        for (i, row) in sets.iter().enumerate() {
+            for (j, set) in row.iter().enumerate() {
+                if let Some(t) = targets[i * l + j] {
+                    let hit = set.contains(&usize::from(t));
+                    hits += usize::from(hit);
+                    cells += 1;
+                    per_hits[j] += usize::from(hit);
+                    per_n[j] += 1;
+                    size += set.len();
+                    empty += usize::from(set.is_empty());
+                }
+            }
+        }
+        let c = cells as f64;
+        SetCoverage {
+            n: cells,
+            coverage: hits as f64 / c,
+            class_coverage: per_hits
+                .iter()
+                .zip(&per_n)
+                .map(|(&h, &m)| (m > 0).then(|| h as f64 / m as f64))
+                .collect(),
+            mean_set_size: size as f64 / c,
+            empty_fraction: empty as f64 / c,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report_of(
+        method: ConformalMethod,
+        alpha: f64,
+        seed: u64,
+        calibration_samples: usize,
+        quantiles: Vec<f64>,
+        test: &Predictions,
+        cov: &SetCoverage,
+        names: &[String],
+    ) -> SetReport {
+        SetReport {
+            method,
+            alpha,
+            seed,
+            calibration_samples,
+            quantiles,
+            samples: test.len(),
+            coverage: cov.coverage,
+            class_coverage: names.iter().cloned().zip(cov.class_coverage.iter().copied()).collect(),
+            mean_set_size: cov.mean_set_size,
+            empty_fraction: cov.empty_fraction,
+        }
+    }
+
+    fn table(r: &SetReport) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} prediction sets, α = {}, {} calibration samples, {} test samples",
+            r.method, r.alpha, r.calibration_samples, r.samples
+        );
+        let _ = writeln!(out, "{:<26}{:>12}", "coverage", cell(Some(r.coverage)));
+        let _ = writeln!(out, "{:<26}{:>12}", "target coverage (1 − α)", cell(Some(1.0 - r.alpha)));
+        let _ = writeln!(out, "{:<26}{:>12}", "mean set size", cell(Some(r.mean_set_size)));
+        let _ = writeln!(out, "{:<26}{:>12}", "empty sets", cell(Some(r.empty_fraction)));
+        let _ = writeln!(out, "\nclass-conditional coverage");
+        for (name, c) in &r.class_coverage {
+            let _ = writeln!(out, "{name:<26}{:>12}", cell(*c));
+        }
+        out
+    }
 }

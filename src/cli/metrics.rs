@@ -1,8 +1,14 @@
-//! `calibra metrics FILE`: the discrimination and calibration metric set of one predictions file.
+//! `calibra metrics FILE`: the discrimination and calibration metric set of one predictions file,
+//! followed by the selective-prediction set (`aurc`, `eaurc`, `augrc`, `risk_at_80_coverage`,
+//! `coverage_at_5_risk`, `smooth_ece`, `debiased_ece`, `selective_by_score`; see
+//! `calibra_metrics::selective_summary`), added after the original keys.
 
 use crate::cli::output::{OutputFormat, cell, emit};
 use anyhow::{Context, Result};
-use calibra_metrics::{Binning, MetricSummary, SummaryOptions, summarize_multilabel, summarize_single_label};
+use calibra_metrics::{
+    Binning, MetricSummary, SelectiveSummary, SummaryOptions, summarize_multilabel,
+    summarize_selective_multilabel, summarize_selective_single_label, summarize_single_label,
+};
 use calibra_predictions::{Predictions, Targets, read_predictions};
 use std::path::PathBuf;
 
@@ -31,11 +37,59 @@ pub fn run(args: &MetricsArgs) -> Result<()> {
     let options = SummaryOptions { n_bins: args.bins as usize, binning: args.binning, ordinal: args.ordinal };
     let summary = summarize(&predictions, &options)
         .with_context(|| format!("computing metrics of {}", args.file.display()))?;
+    let selective = summarize_selective(&predictions)
+        .with_context(|| format!("computing selective-prediction metrics of {}", args.file.display()))?;
     match args.format {
-        OutputFormat::Json => emit(&(serde_json::to_string_pretty(&summary)? + "\n"))?,
-        OutputFormat::Table => emit(&table(&summary, &predictions))?,
+        OutputFormat::Json => {
+            let all = WithSelective { summary: &summary, selective: &selective };
+            emit(&(serde_json::to_string_pretty(&all)? + "\n"))?
+        }
+        OutputFormat::Table => emit(&(table(&summary, &predictions) + &selective_table(&selective)))?,
     }
     Ok(())
+}
+
+/// The JSON document: the original keys, then the selective-prediction keys.
+#[derive(serde::Serialize)]
+struct WithSelective<'a> {
+    #[serde(flatten)]
+    summary: &'a MetricSummary,
+    #[serde(flatten)]
+    selective: &'a SelectiveSummary,
+}
+
+/// The selective-prediction metric set of a predictions table, whatever its task.
+pub fn summarize_selective(predictions: &Predictions) -> Result<SelectiveSummary> {
+    let probs = predictions.probabilities();
+    let k = predictions.num_classes();
+    Ok(match predictions.targets() {
+        Targets::Classes(labels) => {
+            summarize_selective_single_label(&probs, predictions.logits(), k, labels)?
+        }
+        Targets::Labels(values) => summarize_selective_multilabel(&probs, k, values)?,
+    })
+}
+
+fn selective_table(s: &SelectiveSummary) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "\nselective prediction (confidence = max probability)");
+    for (name, value) in [
+        ("AURC", s.aurc),
+        ("E-AURC", s.eaurc),
+        ("AUGRC", s.augrc),
+        ("risk at 80% coverage", s.risk_at_80_coverage),
+        ("coverage at 5% risk", s.coverage_at_5_risk),
+        ("smooth ECE (relplot)", s.smooth_ece),
+        ("debiased ECE (L2, Kumar)", s.debiased_ece),
+    ] {
+        let _ = writeln!(out, "{name:<26}{:>12}", cell(value));
+    }
+    let _ = writeln!(out, "\n{:<14} {:>12} {:>12} {:>12}", "score", "AURC", "E-AURC", "AUGRC");
+    for (name, a) in &s.selective_by_score {
+        let _ = writeln!(out, "{name:<14} {:>12} {:>12} {:>12}", cell(a.aurc), cell(a.eaurc), cell(a.augrc));
+    }
+    out
 }
 
 /// The metric set of a predictions table, whatever its task.
