@@ -31,34 +31,8 @@ pub(super) fn execute_probe(
     let c = &fit.config;
     let dataset = executor.dataset(&c.dataset.spec)?;
     let split = split_of(&dataset, &c.split)?;
-    let split_config = c.split.config();
-    let pass = |split: Split,
-                condition: &Condition,
-                ctx: &mut RunContext<'_>|
-     -> Result<FeatureSet, ExecError> {
-        let feature_condition = feature_condition(condition)?;
-        // A shift target is another dataset's test split, through the same encoder.
-        let data = match condition {
-            Condition::Shift { target } => shift_spec(fit, target)?.to_string(),
-            _ => c.dataset.spec.clone(),
-        };
-        let dir = ctx.feature_dir(&FeaturePass {
-            encoder: c.encoder.name.clone(),
-            dataset: c.dataset.name.clone(),
-            condition: condition.clone(),
-        });
-        let out = dir.join(format!("{}@{layer}.safetensors", split.name()));
-        let prepared = PreparedPass::new(FeatureRequest {
-            encoder: c.encoder.spec.clone(),
-            data,
-            split,
-            split_config,
-            condition: feature_condition,
-            layers: vec![layer],
-            batch_size: 32,
-        })?;
-        ctx.report(&format!("features: {} {} ({})", split.name(), condition_name(condition), out_name(&out)));
-        Ok(prepared.cached(&out, &executor.device, &mut |_, _| {})?.0)
+    let pass = |split: Split, condition: &Condition, ctx: &mut RunContext<'_>| {
+        feature_pass(executor, fit, split, condition, layer, ctx)
     };
 
     let train_features = pass(Split::Train, &Condition::Clean, ctx)?;
@@ -79,6 +53,44 @@ pub(super) fn execute_probe(
             _ => predictions_from_scores(&dataset, &split.test, scores),
         }
     })
+}
+
+/// The cached features of `fit`'s encoder on one split under one condition at depth `layer`: a
+/// safetensors file `<split>@<layer>.safetensors` in the store's feature cache, computed (and written
+/// atomically) on first use and read by every later fit of the same (encoder, dataset, split,
+/// condition, layer), whatever its regime.
+pub(super) fn feature_pass(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    split: Split,
+    condition: &Condition,
+    layer: f64,
+    ctx: &mut RunContext<'_>,
+) -> Result<FeatureSet, ExecError> {
+    let c = &fit.config;
+    let feature_condition = feature_condition(condition)?;
+    // A shift target is another dataset's test split, through the same encoder.
+    let data = match condition {
+        Condition::Shift { target } => shift_spec(fit, target)?.to_string(),
+        _ => c.dataset.spec.clone(),
+    };
+    let dir = ctx.feature_dir(&FeaturePass {
+        encoder: c.encoder.name.clone(),
+        dataset: c.dataset.name.clone(),
+        condition: condition.clone(),
+    });
+    let out = dir.join(format!("{}@{layer}.safetensors", split.name()));
+    let prepared = PreparedPass::new(FeatureRequest {
+        encoder: c.encoder.spec.clone(),
+        data,
+        split,
+        split_config: c.split.config(),
+        condition: feature_condition,
+        layers: vec![layer],
+        batch_size: 32,
+    })?;
+    ctx.report(&format!("features: {} {} ({})", split.name(), condition_name(condition), out_name(&out)));
+    Ok(prepared.cached(&out, &executor.device, &mut |_, _| {})?.0)
 }
 
 fn out_name(p: &Path) -> String {

@@ -1,13 +1,15 @@
 //! The executor `calibra run` (and `calibra train`) uses: frozen probes on cached encoder features
 //! ([`frozen`]), LoRA and full fine-tuning of an encoder with a linear head ([`adapted`]), CoOp
 //! prompt tuning of a CLIP-style encoder ([`coop`]), zero-shot prompting of a CLIP-style encoder
-//! ([`zero_shot`], one fit per template), and the
+//! ([`zero_shot`], one fit per template), transferability estimates on cached frozen features
+//! ([`estimate`]), and the
 //! `prior` baseline of calibra-run. Wiring only: features, training and models come from
 //! calibra-train / calibra-models, probes from calibra-probe, calibration / metrics / records from
 //! calibra-run's shared `slot_output`.
 
 mod adapted;
 mod coop;
+mod estimate;
 mod frozen;
 mod zero_shot;
 
@@ -238,6 +240,7 @@ impl Executor for RunExecutor {
             (FitMethod::Lora { .. } | FitMethod::Full { .. }, _) => adapted::supports(fit),
             (FitMethod::Coop { .. }, _) => coop::supports(fit),
             (FitMethod::ZeroShot { .. }, _) => zero_shot::supports(self, fit),
+            (FitMethod::Estimate { .. }, Regime::Estimate) => Ok(()),
             _ => Err(format!(
                 "regime {} / {} is not wired into `calibra run` yet; this build runs frozen probes \
                  (logistic, mlp, knn, prior), LoRA, full fine-tuning, CoOp and zero-shot",
@@ -253,6 +256,9 @@ impl Executor for RunExecutor {
             FitMethod::Lora { .. } | FitMethod::Full { .. } => adapted::execute(self, fit, ctx),
             FitMethod::Coop { .. } => coop::execute(self, fit, ctx),
             FitMethod::ZeroShot { .. } => zero_shot::execute(self, fit, ctx),
+            FitMethod::Estimate { estimators, layer } => {
+                estimate::execute(self, fit, estimators, *layer, ctx)
+            }
         }
     }
 }

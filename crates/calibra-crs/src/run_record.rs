@@ -97,6 +97,11 @@ pub enum Regime {
     /// Zero-shot (prompted) prediction, no training.
     #[serde(rename = "zero-shot")]
     ZeroShot,
+    /// Transferability estimators on frozen features (`[regimes.estimate]`): no model, no predictions;
+    /// the record's metrics are estimator scores (higher = predicted better) and its probe is
+    /// `estimators` or `estimators@<layer>`.
+    #[serde(rename = "estimate")]
+    Estimate,
 }
 
 impl Regime {
@@ -108,6 +113,7 @@ impl Regime {
             Regime::Coop => "coop",
             Regime::Full => "full",
             Regime::ZeroShot => "zero-shot",
+            Regime::Estimate => "estimate",
         }
     }
 }

@@ -19,6 +19,8 @@
 //!   forward and backward over the class prompts, counted as one pass per epoch over the train split).
 //! - **Zero-shot** (one fit per template and seed): 0 beyond its feature passes (the text tower
 //!   encodes K prompts, negligible next to an image pass).
+//! - **Estimate** (one fit per layer): 0 beyond its cell's clean feature pass, which it makes cover
+//!   the train split (the estimators read train-split features).
 //!
 //! With `[cost] pass_seconds = s` the estimate is also given in hours (units × s / 3600). The model
 //! ignores the encoders' relative sizes: read the numbers as the relative weight of the regimes, and
@@ -84,7 +86,7 @@ impl CostModel {
         let other_conditions = fit.conditions().len().saturating_sub(1) as f64;
         let predict = (self.calibration + 1.0) + other_conditions;
         match &fit.config.method {
-            FitMethod::Probe { .. } | FitMethod::ZeroShot { .. } => 0.0,
+            FitMethod::Probe { .. } | FitMethod::ZeroShot { .. } | FitMethod::Estimate { .. } => 0.0,
             FitMethod::Lora { epochs, .. } | FitMethod::Full { epochs, .. } => {
                 f64::from(*epochs) * 3.0 * rho * self.train + predict
             }
@@ -108,7 +110,13 @@ impl CostModel {
 /// Whether `fit` reads cached image features (frozen probes, CoOp, zero-shot), as
 /// [`feature_passes`] counts them.
 fn reads_features(fit: &FitSpec) -> bool {
-    matches!(fit.config.method, FitMethod::Probe { .. } | FitMethod::Coop { .. } | FitMethod::ZeroShot { .. })
+    matches!(
+        fit.config.method,
+        FitMethod::Probe { .. }
+            | FitMethod::Coop { .. }
+            | FitMethod::ZeroShot { .. }
+            | FitMethod::Estimate { .. }
+    )
 }
 
 /// Whether `fit` makes its cell's clean feature pass cover the train split (all but zero-shot).
@@ -224,7 +232,8 @@ impl GridSummary {
         use std::fmt::Write;
         let mut out = String::new();
         let _ = writeln!(out, "{:<10} {:>8} {:>10} {:>14}", "regime", "fits", "records", "cost (passes)");
-        let order = [Regime::Frozen, Regime::Lora, Regime::Coop, Regime::Full, Regime::ZeroShot];
+        let order =
+            [Regime::Frozen, Regime::Lora, Regime::Coop, Regime::Full, Regime::ZeroShot, Regime::Estimate];
         for regime in order {
             if let Some(c) = self.per_regime.get(regime.name()) {
                 let _ = writeln!(

@@ -146,6 +146,11 @@ fn readers(recipe: &Recipe, encoder: &EncoderEntry) -> Vec<(&'static str, Option
     {
         out.push(("zero-shot", Some(names::CLIP_MODEL_TYPES)));
     }
+    if let Some(e) = &r.estimate
+        && in_scope(e.encoders.as_deref(), &name)
+    {
+        out.push(("estimate", None));
+    }
     out
 }
 

@@ -9,6 +9,7 @@
 //! | `frozen` | encoder × dataset × probe × layer × label fraction × seed |
 //! | `lora`, `coop`, `full` | encoder × dataset (CoOp: its `datasets` when given) × loss (those whose `regimes` include it) × label fraction × seed |
 //! | `zero-shot` | encoder × dataset (its `datasets` when given) × template × seed (label fraction 1: nothing is trained) |
+//! | `estimate` | encoder × dataset × layer, at the first seed and label fraction 1 (estimators are computed, nothing is trained) |
 //!
 //! restricted to the regime's `encoders` and with its own `label_fractions` when given. Loops nest in
 //! that order (encoder outermost, seed innermost), so fits that share frozen features are adjacent.
@@ -24,7 +25,9 @@
 //! for MVC-Bench templates, `C1`… for custom ones; see [`crate::recipe::ZeroShotRegime`]), so each
 //! template's records have their own fit key and the evaluator can tell the templates apart. A
 //! zero-shot fit trains nothing: its seeds give identical predictions (the split comes from
-//! `[split] seed`), so its seed spread is 0 by construction.
+//! `[split] seed`), so its seed spread is 0 by construction. An `estimate` fit has exactly one slot
+//! (clean, `none`): its record holds the estimators' scores on the train split's features at its
+//! layer (probe `estimators`, or `estimators@<layer>` below depth 1), and no predictions.
 //!
 //! The **fit key** ([`FitKey`]) hashes everything that determines the fitted model: encoder name and
 //! source, dataset name and spec, split, regime and its hyper-parameters, probe (and layer) or loss
@@ -85,6 +88,9 @@ pub enum FitMethod {
     /// Zero-shot prompting with one template: `id` (`P1`…`P7` or `C1`…) and, for a custom
     /// template, its text (an MVC-Bench template's text is looked up by the executor).
     ZeroShot { id: String, text: Option<String> },
+    /// Transferability estimators (calibra-transfer names) on the train split's frozen features at
+    /// `layer`.
+    Estimate { estimators: Vec<String>, layer: f64 },
 }
 
 /// Whether `head_init` is the historical one (`random`), which the fit key leaves out.
@@ -165,7 +171,7 @@ impl FitSpec {
 
     /// Whether this fit reads frozen features (shared across probes, fractions and seeds).
     pub fn uses_frozen_features(&self) -> bool {
-        matches!(self.config.method, FitMethod::Probe { .. })
+        matches!(self.config.method, FitMethod::Probe { .. } | FitMethod::Estimate { .. })
     }
 }
 
@@ -193,6 +199,9 @@ pub fn conditions_of(recipe: &Recipe, shift_targets: &[NamedSpec], label_fractio
     out.extend(shift_targets.iter().map(|t| Condition::Shift { target: t.name.clone() }));
     out
 }
+
+/// The record's `probe` field of an estimate fit at depth 1 (`estimators@<layer>` below it).
+pub const ESTIMATE_PROBE: &str = "estimators";
 
 /// The record's `probe` field of a frozen probe at `layer`.
 pub fn probe_label(probe: &str, layer: f64) -> String {
@@ -235,6 +244,8 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                     })
                     .collect()
             };
+            // Estimate fits (one slot, first seed only) go after the cell's other fits.
+            let mut methods_estimate: Vec<FitSpec> = Vec::new();
             // (regime, method, probe label, fractions) of this cell, in regime order.
             let mut methods: Vec<(Regime, FitMethod, String, Vec<f64>)> = Vec::new();
             let fractions = |own: Option<&[f64]>| own.unwrap_or(&recipe.label_fractions).to_vec();
@@ -330,6 +341,30 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                     ));
                 }
             }
+            if let Some(e) = &r.estimate
+                && in_scope(e.encoders.as_deref(), encoder)
+            {
+                for &layer in &e.layers {
+                    let config = FitConfig {
+                        schema: "calibra-fit-v1",
+                        encoder: enc.clone(),
+                        dataset: data.clone(),
+                        split: split.clone(),
+                        regime: Regime::Estimate,
+                        method: FitMethod::Estimate { estimators: e.estimators.clone(), layer },
+                        probe: probe_label(ESTIMATE_PROBE, layer),
+                        label_fraction: 1.0,
+                        seed: recipe.seeds.first().copied().unwrap_or(0),
+                    };
+                    let slot = Slot { condition: Condition::Clean, calibrator: "none".into() };
+                    methods_estimate.push(FitSpec {
+                        key: FitKey::of(&config),
+                        config,
+                        shift_targets: shift.clone(),
+                        slots: vec![slot],
+                    });
+                }
+            }
             for (regime, method, label, fracs) in methods {
                 for &label_fraction in &fracs {
                     for &seed in &recipe.seeds {
@@ -353,6 +388,7 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                     }
                 }
             }
+            fits.append(&mut methods_estimate);
         }
     }
     fits
@@ -365,7 +401,10 @@ pub fn feature_passes(fits: &[FitSpec]) -> Vec<FeaturePass> {
     for fit in fits.iter().filter(|f| {
         matches!(
             f.config.method,
-            FitMethod::Probe { .. } | FitMethod::Coop { .. } | FitMethod::ZeroShot { .. }
+            FitMethod::Probe { .. }
+                | FitMethod::Coop { .. }
+                | FitMethod::ZeroShot { .. }
+                | FitMethod::Estimate { .. }
         )
     }) {
         for condition in fit.conditions() {

@@ -24,6 +24,21 @@ pub const LOSSES: &[(&str, &[&str])] = &[
     ("penalty", &["lambda"]),
 ];
 
+/// Transferability estimators (`[regimes.estimate] estimators`), as calibra-transfer names them
+/// (`calibra transfer score --estimators`): LogME, H-score, shrinkage H-score, GBC, NLEEP,
+/// TransRate, the participation ratio and k-NN neighbour-outcome agreement. LEEP is not offered: it
+/// needs a source classifier's posteriors, which a feature cache does not hold.
+pub const ESTIMATORS: &[&str] = &[
+    "logme",
+    "hscore",
+    "hscore_shrinkage",
+    "gbc",
+    "nleep",
+    "transrate",
+    "effective_dimensionality",
+    "knn_agreement",
+];
+
 /// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.
 pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", "dirichlet"];
 /// The calibrators that need single-label predictions (a multilabel dataset is calibrated per label,

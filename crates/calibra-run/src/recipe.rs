@@ -72,6 +72,13 @@
 //!                                     # seven), or a template text with exactly one `{}` (C1, C2… in order)
 //! datasets = ["derm"]                 # optional: the datasets it runs on (default: all); single-label only
 //!
+//! [regimes.estimate]                  # transferability estimators on the cached frozen features of
+//!                                     # the train split; one fit per encoder × dataset × layer, seed =
+//!                                     # the first of `seeds`; records hold the scores, no predictions
+//! estimators = ["logme", "hscore"]    # optional; default: all of names::ESTIMATORS
+//! layers = [0.25, 0.5, 0.75, 1.0]     # optional; default shown (fractions of the encoder's blocks)
+//! encoders = ["generalist"]           # optional (default: all)
+//!
 //! [[losses]]                          # the adapted regimes (lora, coop, full) need >= 1 loss each
 //! name = "mcm"                        # names::LOSSES
 //! label = "mcm"                       # optional; the record's `probe` field; default: `name`
@@ -424,6 +431,30 @@ impl ZeroShotRegime {
     }
 }
 
+/// `[regimes.estimate]`: transferability estimators (calibra-transfer) on the frozen train-split
+/// features, at each layer, with no extra encoder pass where the frozen regime caches the same layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateRegime {
+    /// Estimator names ([`names::ESTIMATORS`]; default: all).
+    #[serde(default = "default_estimators")]
+    pub estimators: Vec<String>,
+    /// Feature depths as fractions of the encoder's blocks (default 25 / 50 / 75 / 100 %).
+    #[serde(default = "default_estimate_layers")]
+    pub layers: Vec<f64>,
+    /// Encoder names this regime runs on (default: all).
+    #[serde(default)]
+    pub encoders: Option<Vec<String>>,
+}
+
+fn default_estimators() -> Vec<String> {
+    names::ESTIMATORS.iter().map(|s| s.to_string()).collect()
+}
+
+fn default_estimate_layers() -> Vec<f64> {
+    vec![0.25, 0.5, 0.75, 1.0]
+}
+
 macro_rules! scoped {
     ($($t:ty),*) => {$(
         impl $t {
@@ -450,6 +481,8 @@ pub struct Regimes {
     pub full: Option<FullRegime>,
     #[serde(default, rename = "zero-shot")]
     pub zero_shot: Option<ZeroShotRegime>,
+    #[serde(default)]
+    pub estimate: Option<EstimateRegime>,
 }
 
 /// `[[losses]]`: a training loss of the adapted regimes.
@@ -817,10 +850,13 @@ impl Recipe {
             && r.coop.is_none()
             && r.full.is_none()
             && r.zero_shot.is_none()
+            && r.estimate.is_none()
         {
             problem(
                 at.clone(),
-                "at least one regime is required: [regimes.frozen], .lora, .coop, .full or .zero-shot".into(),
+                "at least one regime is required: [regimes.frozen], .lora, .coop, .full, .zero-shot or \
+                 .estimate"
+                    .into(),
             );
         }
         let encoder_names: BTreeSet<String> = self.encoders.iter().map(EncoderEntry::display_name).collect();
@@ -914,6 +950,24 @@ impl Recipe {
                 z.datasets.as_deref(),
                 &self.datasets,
             );
+        }
+
+        if let Some(e) = &r.estimate {
+            let at = at.key("estimate");
+            non_empty_distinct(&mut problem, &at.key("estimators"), &e.estimators);
+            for (i, name) in e.estimators.iter().enumerate() {
+                if !names::is_known(names::ESTIMATORS, name) {
+                    problem(
+                        at.key("estimators").index(i),
+                        format!(
+                            "unknown estimator `{name}`; expected one of {}",
+                            names::ESTIMATORS.join(", ")
+                        ),
+                    );
+                }
+            }
+            check_fractions(&mut problem, &at.key("layers"), &e.layers, "layer fraction");
+            check_scope_encoders(&mut problem, &at, e.encoders.as_deref(), &encoder_names);
         }
 
         // Losses.

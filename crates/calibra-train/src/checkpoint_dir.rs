@@ -65,7 +65,7 @@ pub(crate) fn write<M: Module + Clone, S: Serialize>(
     fs::create_dir_all(&tmp).map_err(io(&tmp))?;
     let fault = |file: &str, why: String| CheckpointFault::Format { path: tmp.join(file), why };
     for (file, module) in modules {
-        module.clone().save_file(tmp.join(file)).map_err(|e| fault(file, e.to_string()))?;
+        (*module).clone().save_file(tmp.join(file)).map_err(|e| fault(file, e.to_string()))?;
     }
     optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| fault("optimizer.bpk", e.to_string()))?;
     let state_path = tmp.join("state.json");

@@ -4,7 +4,6 @@
 //! training loss. The curve is what a run record's `training` field stores and what the
 //! "not converged" check reads; its loss drives [`crate::early_stopping`].
 
-use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 

@@ -405,3 +405,68 @@ fn an_encoder_path_that_is_a_file_is_named_as_such() {
         Recipe::parse(&text, "r.toml", ValidationOptions { check_paths: true }).unwrap_err().to_string();
     assert!(err.contains("encoders[1].source") && err.contains("is a file"), "{err}");
 }
+
+/// BASE with an estimate regime whose body is `body`.
+fn with_estimate(body: &str) -> String {
+    format!("{BASE}\n[regimes.estimate]\n{body}")
+}
+
+#[test]
+fn estimate_defaults_to_every_estimator_at_four_depths() {
+    let r = parse(&with_estimate("")).unwrap();
+    let e = r.regimes.estimate.as_ref().unwrap();
+    assert_eq!(e.estimators, names::ESTIMATORS);
+    assert_eq!(e.layers, [0.25, 0.5, 0.75, 1.0]);
+}
+
+#[test]
+fn estimate_errors_name_the_key_and_line() {
+    for (body, key, needle) in [
+        (
+            "estimators = [\"logme\", \"leep\"]\n",
+            "regimes.estimate.estimators[1]",
+            "unknown estimator `leep`",
+        ),
+        ("estimators = []\n", "regimes.estimate.estimators", "the list is empty"),
+        ("layers = [0.5, 1.5]\n", "regimes.estimate.layers[1]", "outside (0, 1]"),
+        ("encoders = [\"gamma\"]\n", "regimes.estimate.encoders[0]", "gamma"),
+    ] {
+        let text = with_estimate(body);
+        let line = text.lines().position(|l| l == body.trim_end()).unwrap() + 1;
+        let e = err(&text);
+        assert!(e.contains(&format!("r.toml:{line}: key `{key}`")) && e.contains(needle), "{body}: {e}");
+    }
+}
+
+#[test]
+fn estimate_has_one_fit_per_encoder_dataset_and_layer_with_one_clean_slot() {
+    let r = parse(&with_estimate("layers = [0.5, 1.0]\nencoders = [\"beta\"]\n")).unwrap();
+    let fits = crate::grid::expand(&r);
+    let est: Vec<_> = fits.iter().filter(|f| f.config.regime == Regime::Estimate).collect();
+    // 1 encoder × 1 dataset × 2 layers, at the first seed only.
+    assert_eq!(est.len(), 2);
+    let probes: Vec<&str> = est.iter().map(|f| f.config.probe.as_str()).collect();
+    assert_eq!(probes, ["estimators@0.5", "estimators"]);
+    for f in &est {
+        assert_eq!((f.config.seed, f.config.label_fraction), (r.seeds[0], 1.0));
+        assert_eq!(
+            f.slots,
+            [crate::grid::Slot { condition: calibra_crs::Condition::Clean, calibrator: "none".into() }]
+        );
+        assert!(f.uses_frozen_features());
+    }
+    let summary = crate::cost::summarize(&r, &fits);
+    let e = &summary.per_regime["estimate"];
+    assert_eq!((e.fits, e.records, e.fit_passes), (2, 2, 0.0));
+    // The estimators read the frozen regime's clean train pass: no feature pass is added.
+    let base = parse(BASE).unwrap();
+    assert_eq!(
+        summary.feature_passes,
+        crate::cost::summarize(&base, &crate::grid::expand(&base)).feature_passes
+    );
+    // An estimate-only recipe is a valid study.
+    let alone = BASE.split("[regimes.frozen]").next().unwrap().to_string()
+        + "[regimes.estimate]\nestimators = [\"logme\"]\n";
+    let r = parse(&alone).unwrap();
+    assert!(crate::grid::expand(&r).iter().all(|f| f.config.regime == Regime::Estimate));
+}
