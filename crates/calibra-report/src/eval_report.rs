@@ -906,6 +906,7 @@ mod tests {
             paths: BTreeMap::new(),
             timings: BTreeMap::new(),
             versions: BTreeMap::new(),
+            training: None,
         };
         let mut records: Vec<RunRecord> = (1..=3).map(|t| rec(t, Condition::Clean)).collect();
         records.push(rec(1, Condition::Perturbation { perturbation: "blur".into(), severity: 1 }));

@@ -70,6 +70,7 @@ fn record(
         )]),
         timings: BTreeMap::new(),
         versions: BTreeMap::new(),
+        training: None,
     }
 }
 
