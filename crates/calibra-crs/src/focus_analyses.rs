@@ -260,6 +260,9 @@ pub fn focus_analyses(set: &RunRecordSet, options: &FocusOptions) -> Result<Focu
     if config.n_bins == 0 {
         return Err(FocusError::InvalidParameter { name: "ECE bins", message: "must be at least 1".into() });
     }
+    // Estimate records (regime `estimate`) are predictions without a predictions file, not fits.
+    let (fits, _) = set.split_estimates();
+    let set = &fits;
     let mut notes = Vec::new();
     let mut cache = PredictionsCache::default();
     let names: Vec<String> = options.columns.iter().map(|c| c.name.clone()).collect();

@@ -41,6 +41,8 @@ pub mod subgroup_gaps;
 // Calibration stability across seeds and prompt templates (helper stability).
 pub mod calibration_stability;
 pub mod convergence;
+// Estimators' predicted rankings vs the adapted runs (issue 18 item 5).
+pub mod transfer_prediction;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
@@ -65,7 +67,10 @@ pub use reference::{
     build_per_domain,
 };
 pub use regime_comparison::{RegimeComparison, RegimeDelta};
-pub use run_record::{Condition, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet};
+pub use run_record::{
+    Condition, ESTIMATE_PROBE, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet,
+    estimate_layer,
+};
 pub use sample_metrics::{SampleMetric, SampleTable};
 pub use score::{
     AxisWeights, ComponentWeights, CrsComponents, ScoreWeights, crs_components, dominance, ideal_proximity,
@@ -76,3 +81,4 @@ pub use stability::{
     StabilityReport, SubpanelAgreement, insertion_trial, rank_agreement, stability, subpanel_agreement,
     weight_agreement,
 };
+pub use transfer_prediction::{Outcome, PredictionRow, TransferPrediction, Verdict};
