@@ -214,11 +214,15 @@ fn defined(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
+/// (encoder, dataset).
+type Cell = (String, String);
+/// (encoder, estimator score, oriented outcome).
+type Pair = (String, f64, f64);
 /// Estimator scores: (estimator, layer bits) → (encoder, dataset) → mean over seeds.
-type Scores = BTreeMap<(String, u64), BTreeMap<(String, String), f64>>;
+type Scores = BTreeMap<(String, u64), BTreeMap<Cell, f64>>;
 
 fn read_scores(estimates: &RunRecordSet, notes: &mut Vec<String>) -> Scores {
-    let mut sums: BTreeMap<(String, u64), BTreeMap<(String, String), (f64, usize)>> = BTreeMap::new();
+    let mut sums: BTreeMap<(String, u64), BTreeMap<Cell, (f64, usize)>> = BTreeMap::new();
     let mut ignored: BTreeMap<String, usize> = BTreeMap::new();
     for located in estimates.records() {
         let r = &located.record;
@@ -375,7 +379,8 @@ pub fn transfer_prediction(
             for key in &keys {
                 let est = &scores[*key];
                 let layer = f64::from_bits(key.1);
-                let mut scoped: Vec<(String, Vec<String>, Vec<(String, f64, f64)>)> = Vec::new();
+                // (scope, its datasets, (encoder, score, oriented outcome) in encoder order).
+                let mut scoped: Vec<(String, Vec<String>, Vec<Pair>)> = Vec::new();
                 for &d in &datasets {
                     let pairs: Vec<(String, f64, f64)> = actual
                         .iter()
@@ -717,4 +722,407 @@ pub(crate) fn prediction_targets(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluation::{Evaluation, EvaluationOptions};
+    use crate::run_record::RunRecord;
+    use proptest::prelude::*;
+
+    const ENCODERS: [&str; 4] = ["a", "b", "c", "d"];
+    const DATASETS: [&str; 2] = ["d1", "d2"];
+    const FRACTIONS: [f64; 5] = [0.01, 0.05, 0.1, 0.25, 1.0];
+    const SEEDS: [u64; 2] = [0, 1];
+    /// Inputs of the construction (per encoder, per dataset): LoRA's clean AUROC and ECE at seed 0.
+    const LORA_AUROC: [[f64; 2]; 4] = [[0.80, 0.86], [0.84, 0.81], [0.78, 0.83], [0.88, 0.79]];
+    const LORA_ECE: [[f64; 2]; 4] = [[0.05, 0.09], [0.12, 0.04], [0.07, 0.06], [0.10, 0.11]];
+
+    #[allow(clippy::too_many_arguments)]
+    fn rec(
+        enc: &str,
+        ds: &str,
+        regime: Regime,
+        probe: &str,
+        frac: f64,
+        seed: u64,
+        condition: Condition,
+        metrics: &[(&str, f64)],
+    ) -> RunRecord {
+        RunRecord {
+            encoder: enc.into(),
+            dataset: ds.into(),
+            regime,
+            probe: probe.into(),
+            calibrator: "none".into(),
+            label_fraction: frac,
+            seed,
+            condition,
+            metrics: metrics.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+            paths: BTreeMap::new(),
+            timings: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            training: None,
+        }
+    }
+
+    fn lora_value(table: &[[f64; 2]; 4], e: usize, d: usize, seed: u64) -> f64 {
+        table[e][d] + 0.01 * seed as f64
+    }
+
+    /// The seed mean of a LoRA value, as the metric rows compute it (sum over seeds / count).
+    fn lora_mean(table: &[[f64; 2]; 4], e: usize, d: usize) -> f64 {
+        SEEDS.iter().map(|&s| lora_value(table, e, d, s)).sum::<f64>() / SEEDS.len() as f64
+    }
+
+    /// Frozen runs on a full grid (every axis of every encoder in both datasets) and LoRA runs.
+    fn fits() -> Vec<RunRecord> {
+        let mut out = Vec::new();
+        for (e, enc) in ENCODERS.iter().enumerate() {
+            for (d, ds) in DATASETS.iter().enumerate() {
+                let q = 0.02 * e as f64 + 0.01 * d as f64;
+                let ece = 0.1 - 0.013 * ((e * 7 + d) % 4) as f64;
+                for &seed in &SEEDS {
+                    let noise = 0.003 * seed as f64;
+                    for (i, &frac) in FRACTIONS.iter().enumerate() {
+                        let auroc =
+                            0.7 + q + noise + 0.02 * i as f64 * (1.0 + 0.1 * ((e * 3 + d) % 4) as f64);
+                        let m = [("macro_auroc", auroc), ("ece", ece + noise)];
+                        out.push(rec(enc, ds, Regime::Frozen, "p", frac, seed, Condition::Clean, &m));
+                    }
+                    let blur = Condition::Perturbation { perturbation: "blur".into(), severity: 1 };
+                    let m = [("macro_auroc", 0.7 + q - 0.01 * ((e * 5 + d) % 4) as f64), ("ece", ece)];
+                    out.push(rec(enc, ds, Regime::Frozen, "p", 1.0, seed, blur, &m));
+                    let m = [
+                        ("macro_auroc", lora_value(&LORA_AUROC, e, d, seed)),
+                        ("ece", lora_value(&LORA_ECE, e, d, seed)),
+                    ];
+                    out.push(rec(enc, ds, Regime::Lora, "ce", 1.0, seed, Condition::Clean, &m));
+                }
+            }
+        }
+        out
+    }
+
+    /// Estimate records at seed 0: `logme` = 10·AUROC − 3 (monotone in the LoRA AUROC), `gbc` = −AUROC
+    /// (reversed), `knn_agreement` = −ECE (monotone in LoRA's −ECE); `hscore` = AUROC at layer 0.5.
+    fn estimates() -> Vec<RunRecord> {
+        let mut out = Vec::new();
+        for (e, enc) in ENCODERS.iter().enumerate() {
+            for (d, ds) in DATASETS.iter().enumerate() {
+                let (auroc, ece) = (lora_mean(&LORA_AUROC, e, d), lora_mean(&LORA_ECE, e, d));
+                let m = [("logme", 10.0 * auroc - 3.0), ("gbc", -auroc), ("knn_agreement", -ece)];
+                out.push(rec(enc, ds, Regime::Estimate, "estimators", 1.0, 0, Condition::Clean, &m));
+                let m = [("hscore", auroc)];
+                out.push(rec(enc, ds, Regime::Estimate, "estimators@0.5", 1.0, 0, Condition::Clean, &m));
+            }
+        }
+        out
+    }
+
+    fn quick() -> EvaluationOptions {
+        EvaluationOptions { bootstrap: None, stability_seed: None, ..EvaluationOptions::default() }
+    }
+
+    fn evaluate(records: Vec<RunRecord>, options: &EvaluationOptions) -> Evaluation {
+        Evaluation::build(&RunRecordSet::from_records(records, "mem").unwrap(), options).unwrap()
+    }
+
+    fn row<'a>(
+        t: &'a TransferPrediction,
+        scope: &str,
+        estimator: &str,
+        layer: f64,
+        regime: Regime,
+        outcome: Outcome,
+    ) -> &'a PredictionRow {
+        t.rows
+            .iter()
+            .find(|r| {
+                r.scope == scope
+                    && r.estimator == estimator
+                    && r.layer == layer
+                    && r.regime == regime
+                    && r.outcome == outcome
+            })
+            .unwrap_or_else(|| panic!("no row {scope} {estimator}@{layer} {regime} {outcome:?}"))
+    }
+
+    #[test]
+    fn a_monotone_estimator_is_perfect_and_a_reversed_one_regrets_the_best_encoder() {
+        let records: Vec<RunRecord> = fits().into_iter().chain(estimates()).collect();
+        let e = evaluate(records, &quick());
+        let t = e.transfer_prediction.as_ref().expect("estimate records give the analysis");
+        assert_eq!(t.estimate_records, ENCODERS.len() * DATASETS.len() * 2);
+        assert_eq!(t.estimators, ["logme", "hscore", "gbc", "knn_agreement"]);
+        assert_eq!(t.layers, [0.5, 1.0]);
+        assert_eq!(t.targets, ["frozen p", "lora ce"]);
+        let lora_fits_per_dataset = ENCODERS.len() * SEEDS.len();
+        for (d, ds) in DATASETS.iter().enumerate() {
+            for (name, layer) in [("logme", 1.0), ("hscore", 0.5)] {
+                let r = row(t, ds, name, layer, Regime::Lora, Outcome::Discrimination);
+                assert_eq!((r.kendall_tau_b, r.spearman_rho), (Some(1.0), Some(1.0)));
+                // Weighted τ sums hyperbolic weights in floating point: 1 up to rounding.
+                assert!((r.weighted_tau.unwrap() - 1.0).abs() < 1e-12, "{:?}", r.weighted_tau);
+                assert_eq!(r.regret, Some(0.0));
+                assert_eq!(r.fits, lora_fits_per_dataset);
+                assert_eq!(r.fits_saved, Some((ENCODERS.len() - SHORTLIST) * SEEDS.len()));
+            }
+            let r = row(t, ds, "gbc", 1.0, Regime::Lora, Outcome::Discrimination);
+            assert_eq!((r.kendall_tau_b, r.spearman_rho), (Some(-1.0), Some(-1.0)));
+            assert!((r.weighted_tau.unwrap() + 1.0).abs() < 1e-12, "{:?}", r.weighted_tau);
+            // The shortlist is the three worst encoders: the regret is best − second best, in points.
+            let mut means: Vec<(f64, &str)> =
+                (0..ENCODERS.len()).map(|i| (lora_mean(&LORA_AUROC, i, d), ENCODERS[i])).collect();
+            means.sort_by(|x, y| y.0.total_cmp(&x.0));
+            let expected = (means[0].0 - means[1].0) * 100.0;
+            assert!((r.regret.unwrap() - expected).abs() < 1e-9, "{:?} vs {expected}", r.regret);
+            let mut worst: Vec<&str> = means[1..].iter().map(|m| m.1).collect();
+            worst.sort_unstable();
+            assert_eq!(r.shortlist, worst);
+            let saved = (ENCODERS.len() - SHORTLIST) * SEEDS.len();
+            assert_eq!(r.fits_saved, Some(saved));
+            assert_eq!(r.fits_saved_fraction, Some(saved as f64 / lora_fits_per_dataset as f64));
+            // The outcomes are the raw LoRA values, ECE as ECE.
+            let c = row(t, ds, "knn_agreement", 1.0, Regime::Lora, Outcome::CalibrationError);
+            assert_eq!(c.kendall_tau_b, Some(1.0));
+            assert_eq!(c.regret, Some(0.0));
+            let eces: Vec<f64> = (0..ENCODERS.len()).map(|i| lora_mean(&LORA_ECE, i, d)).collect();
+            assert_eq!(c.outcomes, eces);
+            // Frozen fits: every label fraction and seed of the probe (perturbations reuse the fit).
+            let f = row(t, ds, "logme", 1.0, Regime::Frozen, Outcome::Discrimination);
+            assert_eq!(f.fits, ENCODERS.len() * FRACTIONS.len() * SEEDS.len());
+            assert_eq!(f.fits_saved, Some((ENCODERS.len() - SHORTLIST) * FRACTIONS.len() * SEEDS.len()));
+        }
+        // Overall: per-encoder means over both datasets keep the monotone and the reversed relation.
+        let o = row(t, OVERALL, "logme", 1.0, Regime::Lora, Outcome::Discrimination);
+        assert_eq!(o.datasets, DATASETS);
+        assert_eq!((o.kendall_tau_b, o.regret), (Some(1.0), Some(0.0)));
+        assert_eq!(o.fits, lora_fits_per_dataset * DATASETS.len());
+        let g = row(t, OVERALL, "gbc", 1.0, Regime::Lora, Outcome::Discrimination);
+        assert_eq!(g.kendall_tau_b, Some(-1.0));
+        let overall: Vec<f64> = (0..ENCODERS.len())
+            .map(|i| {
+                (0..DATASETS.len()).map(|d| lora_mean(&LORA_AUROC, i, d)).sum::<f64>() / DATASETS.len() as f64
+            })
+            .collect();
+        let mut sorted = overall.clone();
+        sorted.sort_by(|x, y| y.total_cmp(x));
+        assert!((g.regret.unwrap() - (sorted[0] - sorted[1]) * 100.0).abs() < 1e-9);
+        // Verdicts: logme predicts LoRA's AUROC, knn_agreement its ECE; gbc does not.
+        let v = |outcome| {
+            t.verdicts.iter().find(|v| v.regime == Some(Regime::Lora) && v.outcome == outcome).unwrap()
+        };
+        let disc = v(Outcome::Discrimination);
+        assert!(disc.predicts && disc.estimator.as_deref() == Some("logme"), "{disc:?}");
+        assert_eq!((disc.datasets_meeting, disc.datasets, disc.mean_tau_b), (2, 2, Some(1.0)));
+        let cal = v(Outcome::CalibrationError);
+        assert_eq!(cal.estimator.as_deref(), Some("knn_agreement"));
+        assert!(
+            cal.sentence.starts_with("knn_agreement predicts post-adaptation ECE for lora ce"),
+            "{}",
+            cal.sentence
+        );
+        let crs = t.headlines.iter().find(|h| h.outcome == Outcome::Crs).unwrap();
+        assert_eq!(crs.best_target.as_deref(), Some("frozen p"));
+    }
+
+    #[test]
+    fn estimate_records_change_nothing_else() {
+        let options = EvaluationOptions {
+            bootstrap: Some(crate::BootstrapConfig { replicates: 20, seed: 3, ..Default::default() }),
+            ..EvaluationOptions::default()
+        };
+        let before = evaluate(fits(), &options);
+        let after = evaluate(fits().into_iter().chain(estimates()).collect(), &options);
+        assert!(before.transfer_prediction.is_none() && after.transfer_prediction.is_some());
+        let strip = |e: &Evaluation| {
+            let mut v = serde_json::to_value(e).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("transfer_prediction");
+            o.remove("input");
+            v
+        };
+        assert_eq!(strip(&before), strip(&after));
+        assert!(serde_json::to_value(&before).unwrap().get("transfer_prediction").is_none());
+        assert_eq!(after.input.records, before.input.records + estimates().len());
+        assert_eq!(after.input.regimes, [Regime::Frozen, Regime::Lora, Regime::Estimate]);
+        assert_eq!(
+            (&after.input.metrics, &after.input.encoders, after.input.metric_rows),
+            (&before.input.metrics, &before.input.encoders, before.input.metric_rows)
+        );
+    }
+
+    #[test]
+    fn an_estimator_of_the_crs_predicts_it() {
+        let base = evaluate(fits(), &quick());
+        let mut records = fits();
+        // nleep = the dataset's CRS (per-dataset τ-b 1); transrate = the panel CRS in every dataset, so its
+        // overall mean is the panel CRS (overall τ-b 1).
+        for domain in &base.per_domain {
+            for (enc, crs, _) in &domain.scores {
+                let panel = base.crs.iter().find(|c| c.encoder == *enc).unwrap().crs;
+                let m = [("nleep", *crs), ("transrate", panel)];
+                records.push(rec(
+                    enc,
+                    &domain.dataset,
+                    Regime::Estimate,
+                    "estimators",
+                    1.0,
+                    0,
+                    Condition::Clean,
+                    &m,
+                ));
+            }
+        }
+        assert_eq!(base.per_domain.len(), DATASETS.len());
+        let e = evaluate(records, &quick());
+        let t = e.transfer_prediction.as_ref().unwrap();
+        for ds in DATASETS {
+            let r = row(t, ds, "nleep", 1.0, Regime::Frozen, Outcome::Crs);
+            assert_eq!((r.kendall_tau_b, r.regret, r.regret_unit), (Some(1.0), Some(0.0), "crs"));
+        }
+        let o = row(t, OVERALL, "transrate", 1.0, Regime::Frozen, Outcome::Crs);
+        assert_eq!((o.kendall_tau_b, o.regret), (Some(1.0), Some(0.0)));
+        let crs = t.headlines.iter().find(|h| h.outcome == Outcome::Crs).unwrap();
+        assert!(crs.predicts && crs.estimator.as_deref() == Some("nleep"), "{crs:?}");
+        assert!(crs.sentence.contains("predicts the CRS"), "{}", crs.sentence);
+    }
+
+    /// Two encoders tied by the estimator: τ-b honours the tie.
+    #[test]
+    fn ties_are_honoured_and_small_sets_say_why() {
+        let mut records = Vec::new();
+        // Actual AUROC a < b < c < d (0.6, 0.7, 0.8, 0.9), scores 1, 1, 2, 3: of the 6 pairs one is tied in
+        // the scores and the other 5 concordant, so τ-b = 5 / sqrt(5 · 6).
+        let actual = [0.6, 0.7, 0.8, 0.9];
+        let scores = [1.0, 1.0, 2.0, 3.0];
+        for (i, enc) in ENCODERS.iter().enumerate() {
+            let m = [("macro_auroc", actual[i]), ("ece", 0.1)];
+            records.push(rec(enc, "d1", Regime::Lora, "ce", 1.0, 0, Condition::Clean, &m));
+            let mut m = vec![("transrate", scores[i])];
+            // logme exists for two encoders only, gbc for one.
+            if i < 2 {
+                m.push(("logme", scores[i] + i as f64));
+            }
+            if i == 0 {
+                m.push(("gbc", 1.0));
+            }
+            records.push(rec(enc, "d1", Regime::Estimate, "estimators", 1.0, 0, Condition::Clean, &m));
+        }
+        // A record off the contract is ignored with a note.
+        let mut off =
+            rec("a", "d1", Regime::Estimate, "estimators", 1.0, 1, Condition::Clean, &[("logme", 9.0)]);
+        off.calibrator = "temperature".into();
+        records.push(off);
+        let e = evaluate(records, &quick());
+        assert!(e.crs_not_computed.is_some(), "no frozen runs: no CRS, the adapted targets remain");
+        let t = e.transfer_prediction.as_ref().unwrap();
+        let r = row(t, "d1", "transrate", 1.0, Regime::Lora, Outcome::Discrimination);
+        assert!((r.kendall_tau_b.unwrap() - 5.0 / 30f64.sqrt()).abs() < 1e-12);
+        // ECE is constant: no τ.
+        let c = row(t, "d1", "transrate", 1.0, Regime::Lora, Outcome::CalibrationError);
+        assert_eq!((c.kendall_tau_b, c.spearman_rho, c.weighted_tau), (None, None, None));
+        // Shortlist ties broken by name, the earlier first: a (score 1, tied with b) joins c and d; d has
+        // the best AUROC and is in it, so the regret is 0.
+        assert_eq!(r.shortlist, ["a", "c", "d"]);
+        assert_eq!(r.regret, Some(0.0));
+        let two = row(t, "d1", "logme", 1.0, Regime::Lora, Outcome::Discrimination);
+        assert_eq!((two.encoders.len(), two.regret, two.fits_saved), (2, None, None));
+        assert!(two.note.as_deref().unwrap().contains("no top-3 shortlist"));
+        assert!(!t.rows.iter().any(|r| r.estimator == "gbc"));
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.contains("dataset d1, lora ce, discrimination") && n.contains("fewer than 2"))
+        );
+        assert!(
+            t.notes.iter().any(|n| n.contains("1 estimate record(s) ignored: calibrator other than none"))
+        );
+    }
+
+    #[test]
+    fn an_estimate_only_set_has_no_target_but_evaluates() {
+        let e = evaluate(estimates(), &quick());
+        assert!(e.crs_not_computed.is_some() && e.metric_rows.is_empty());
+        let t = e.transfer_prediction.unwrap();
+        assert!(t.rows.is_empty() && t.verdicts.is_empty());
+        assert!(t.notes.iter().any(|n| n.contains("no prediction target")), "{:?}", t.notes);
+    }
+
+    #[test]
+    fn a_reversed_estimator_is_stated_as_predicting_nothing() {
+        let mut records = fits();
+        // gbc alone: it reverses LoRA's AUROC ranking in every dataset (τ-b −1).
+        records.extend(
+            estimates()
+                .into_iter()
+                .map(|mut r| {
+                    r.metrics.retain(|k, _| k == "gbc");
+                    r
+                })
+                .filter(|r| !r.metrics.is_empty()),
+        );
+        let e = evaluate(records, &quick());
+        let t = e.transfer_prediction.unwrap();
+        let disc = t
+            .verdicts
+            .iter()
+            .find(|v| v.regime == Some(Regime::Lora) && v.outcome == Outcome::Discrimination)
+            .unwrap();
+        assert!(!disc.predicts);
+        assert_eq!(disc.mean_tau_b, Some(-1.0));
+        assert!(
+            disc.sentence.starts_with(
+                "no estimator predicts post-adaptation macro_auroc for lora ce: best mean τ-b -1.00 (gbc"
+            ),
+            "{}",
+            disc.sentence
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// τ in [−1, 1], regret ≥ 0, fits saved ≤ fits, and the analysis does not depend on record order.
+        #[test]
+        fn invariants_hold_and_record_order_does_not_matter(
+            values in proptest::collection::vec((0u8..20, 0u8..20, -50i32..50), 2..7),
+            datasets in 1usize..3,
+            seed in any::<u64>(),
+        ) {
+            let mut records = Vec::new();
+            for (i, &(auroc, ece, score)) in values.iter().enumerate() {
+                let enc = format!("e{i}");
+                for d in 0..datasets {
+                    let ds = format!("d{d}");
+                    let shift = d as f64 * 0.01;
+                    let m = [("macro_auroc", 0.5 + f64::from(auroc) / 50.0 + shift), ("ece", f64::from(ece) / 100.0)];
+                    records.push(rec(&enc, &ds, Regime::Lora, "ce", 1.0, 0, Condition::Clean, &m));
+                    let m = [("logme", f64::from(score) + shift), ("gbc", -f64::from(auroc))];
+                    records.push(rec(&enc, &ds, Regime::Estimate, "estimators", 1.0, 0, Condition::Clean, &m));
+                }
+            }
+            let t = evaluate(records.clone(), &quick()).transfer_prediction.unwrap();
+            for r in &t.rows {
+                for tau in [r.kendall_tau_b, r.spearman_rho, r.weighted_tau].into_iter().flatten() {
+                    prop_assert!((-1.0..=1.0).contains(&tau));
+                }
+                if let Some(regret) = r.regret {
+                    prop_assert!(regret >= 0.0);
+                    prop_assert_eq!(r.shortlist.len(), SHORTLIST);
+                }
+                prop_assert!(r.fits_saved.unwrap_or(0) <= r.fits);
+            }
+            // A deterministic shuffle of the records.
+            let mut rng = seed;
+            let mut shuffled = records;
+            for i in (1..shuffled.len()).rev() {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                shuffled.swap(i, (rng >> 33) as usize % (i + 1));
+            }
+            prop_assert_eq!(evaluate(shuffled, &quick()).transfer_prediction.unwrap(), t);
+        }
+    }
 }
