@@ -181,6 +181,24 @@ pub struct Verdict {
     pub sentence: String,
 }
 
+/// One estimator at one layer against one target's outcome, over the datasets: what the verdicts and
+/// the report's figure are made of.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EstimatorSummary {
+    pub estimator: String,
+    pub layer: f64,
+    pub regime: Regime,
+    pub method: String,
+    pub outcome: Outcome,
+    /// Mean of the per-dataset τ-b where defined; `None` when it is defined in no dataset.
+    pub mean_tau_b: Option<f64>,
+    /// Datasets with τ-b ≥ [`PREDICTS_TAU_B`], of the datasets where τ-b is defined.
+    pub datasets_meeting: usize,
+    pub datasets: usize,
+    /// Whether it meets the rule of the module docs.
+    pub predicts: bool,
+}
+
 /// The predicted-versus-adapted analysis (`evaluation.json`'s `transfer_prediction`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TransferPrediction {
@@ -192,6 +210,8 @@ pub struct TransferPrediction {
     pub targets: Vec<String>,
     pub rule: String,
     pub rows: Vec<PredictionRow>,
+    /// Per (target, outcome, estimator, layer), in table order.
+    pub summaries: Vec<EstimatorSummary>,
     /// Per (target, outcome).
     pub verdicts: Vec<Verdict>,
     /// Per outcome over all targets.
@@ -513,6 +533,43 @@ pub fn transfer_prediction(
             .then((a.scope == OVERALL).cmp(&(b.scope == OVERALL)))
             .then(a.scope.cmp(&b.scope))
     });
+    let mut summaries: Vec<EstimatorSummary> = Vec::new();
+    for r in rows.iter().filter(|r| r.scope != OVERALL) {
+        let found = summaries.iter_mut().find(|s| {
+            s.regime == r.regime
+                && s.method == r.method
+                && s.outcome == r.outcome
+                && s.estimator == r.estimator
+                && s.layer == r.layer
+        });
+        let s = match found {
+            Some(s) => s,
+            None => {
+                summaries.push(EstimatorSummary {
+                    estimator: r.estimator.clone(),
+                    layer: r.layer,
+                    regime: r.regime,
+                    method: r.method.clone(),
+                    outcome: r.outcome,
+                    mean_tau_b: None,
+                    datasets_meeting: 0,
+                    datasets: 0,
+                    predicts: false,
+                });
+                summaries.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(tau) = r.kendall_tau_b {
+            // Running sum in mean_tau_b; divided below.
+            s.mean_tau_b = Some(s.mean_tau_b.unwrap_or(0.0) + tau);
+            s.datasets += 1;
+            s.datasets_meeting += usize::from(tau >= PREDICTS_TAU_B);
+        }
+    }
+    for s in &mut summaries {
+        s.mean_tau_b = s.mean_tau_b.map(|sum| sum / s.datasets as f64);
+        s.predicts = s.datasets > 0 && 2 * s.datasets_meeting >= s.datasets;
+    }
     let mut verdicts = Vec::new();
     for target in targets {
         let regime = target.regime;
@@ -542,6 +599,7 @@ pub fn transfer_prediction(
              τ-b (among those that predict, if any)"
         ),
         rows,
+        summaries,
         verdicts,
         headlines,
         notes,
@@ -926,6 +984,15 @@ mod tests {
         );
         let crs = t.headlines.iter().find(|h| h.outcome == Outcome::Crs).unwrap();
         assert_eq!(crs.best_target.as_deref(), Some("frozen p"));
+        // The summaries agree with the verdicts.
+        let s = t
+            .summaries
+            .iter()
+            .find(|s| {
+                s.estimator == "gbc" && s.regime == Regime::Lora && s.outcome == Outcome::Discrimination
+            })
+            .unwrap();
+        assert_eq!((s.mean_tau_b, s.datasets_meeting, s.datasets, s.predicts), (Some(-1.0), 0, 2, false));
     }
 
     #[test]
