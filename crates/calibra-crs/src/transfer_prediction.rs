@@ -675,12 +675,14 @@ fn verdict(
     let layer = f64::from_bits(cand.2);
     let label = estimator_label(name, layer);
     let best_target = target.is_none().then(|| cand.0.clone());
-    let on = best_target.as_ref().map(|t| format!(", {t}")).unwrap_or_default();
     let sentence = if any_predicts {
+        // A headline names the target of its best estimator as a per-target verdict does.
+        let for_best = best_target.as_ref().map(|t| format!(" for {t}")).unwrap_or(for_target);
         format!(
-            "{label}{on} predicts {what}{for_target}: τ-b ≥ {PREDICTS_TAU_B} in {k} of {n} dataset(s), mean τ-b {mean:.2}"
+            "{label} predicts {what}{for_best}: τ-b ≥ {PREDICTS_TAU_B} in {k} of {n} dataset(s), mean τ-b {mean:.2}"
         )
     } else {
+        let on = best_target.as_ref().map(|t| format!(", {t}")).unwrap_or_default();
         format!(
             "no estimator predicts {what}{for_target}: best mean τ-b {mean:.2} ({label}{on}; τ-b ≥ {PREDICTS_TAU_B} in \
              {k} of {n} dataset(s))"

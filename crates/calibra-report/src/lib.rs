@@ -26,6 +26,8 @@ mod rank_displacement;
 mod reliability_diagram;
 mod reliability_grid;
 mod svg;
+mod tau_dots;
+mod transfer_report;
 
 pub use convergence_report::convergence_section;
 pub use eval_report::{
@@ -40,3 +42,5 @@ pub use rank_displacement::rank_displacement;
 pub use reliability_diagram::reliability_diagram;
 pub use reliability_grid::{GridPanel, reliability_grid};
 pub use svg::Svg;
+pub use tau_dots::tau_dots;
+pub use transfer_report::summary_line as transfer_summary_line;
