@@ -508,6 +508,8 @@ mod tests {
             record("frozen", "linear", 2, None),
             record("frozen", "mlp", 2, None),
             record("full", "ft", 2, Some("lora.csv")), // two base probes
+            // A prediction, not a fit: in no count, pairing or gap below.
+            record("estimate", "estimators", 0, None),
         ];
         let options = FocusOptions {
             columns: vec![GroupColumn::parse("site", GapKind::Subgroup).unwrap()],
@@ -530,7 +532,8 @@ mod tests {
             reasons[1].starts_with("ambiguous base: 2 frozen runs match (probes linear, mlp)"),
             "{reasons:?}"
         );
-        // Gaps from the predictions files' `site` column: 4 clean runs with predictions.
+        // Gaps from the predictions files' `site` column: 4 clean runs with predictions (the estimate
+        // record is not counted among the records without predictions).
         assert_eq!(report.run_gaps.len(), 4);
         assert!(report.notes.iter().any(|n| n.starts_with("2 of 6 run records have no predictions file")));
     }
