@@ -6,7 +6,9 @@
 //! bootstrap, stability analyses, calibration stability across seeds and prompt templates, and rank
 //! comparison of two orderings; the encoder analyses E1–E6 and the FOCUS additions (subgroup and
 //! quality-stratum gaps from declared group columns, adapted − base deltas with paired bootstrap
-//! intervals and Benjamini–Hochberg correction).
+//! intervals and Benjamini–Hochberg correction); and the predicted-versus-adapted comparison of
+//! transferability-estimator records (regime `estimate`) with the adapted runs
+//! ([`transfer_prediction`]).
 //!
 //! Must not depend on: burn, models or training code. It consumes run records and predictions-derived
 //! metrics from any framework; numerics come from calibra-metrics.

@@ -1,7 +1,7 @@
 //! calibra-report: the human-facing side of an evaluation — Markdown tables and SVG figures.
 //!
-//! Owns: a minimal SVG writer ([`Svg`]), the three figures of a calibra report (reliability diagram,
-//! normalised profile bars, rank-displacement chart), Markdown table formatting, and the assembly of an
+//! Owns: a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
+//! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart), Markdown table formatting, and the assembly of an
 //! evaluation's report ([`eval_report`]: `report.md` plus its figures).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
 //! no system libraries and no network, and any browser renders them. [`svg_to_png`] rasterises them
