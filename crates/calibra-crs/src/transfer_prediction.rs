@@ -1111,6 +1111,67 @@ mod tests {
         );
     }
 
+    /// Every method `regime_comparisons` identifies is a target: each CoOp loss on its own, zero-shot as
+    /// mean over templates and as best template (their fits: every template's run).
+    #[test]
+    fn coop_losses_and_template_methods_are_targets() {
+        let mut records = Vec::new();
+        let templates = ["zero-shot:P1", "zero-shot:P2"];
+        for (i, enc) in ENCODERS.iter().enumerate() {
+            let q = 0.01 * i as f64;
+            for &seed in &SEEDS {
+                for (loss, base) in [("ce", 0.8), ("mcm", 0.7)] {
+                    let m = [("macro_auroc", base + q), ("ece", 0.1 - q)];
+                    records.push(rec(enc, "d1", Regime::Coop, loss, 1.0, seed, Condition::Clean, &m));
+                }
+            }
+            for (t, probe) in templates.iter().enumerate() {
+                let m = [("macro_auroc", 0.6 + q + 0.05 * t as f64), ("ece", 0.2)];
+                records.push(rec(enc, "d1", Regime::ZeroShot, probe, 1.0, 0, Condition::Clean, &m));
+            }
+            // Two seeds of the estimate: averaged, (q − 1 + q + 1) / 2 = q, monotone in the quality.
+            for (seed, offset) in [(0, -1.0), (1, 1.0)] {
+                let m = [("logme", q + offset)];
+                records.push(rec(enc, "d1", Regime::Estimate, "estimators", 1.0, seed, Condition::Clean, &m));
+            }
+        }
+        let e = evaluate(records, &quick());
+        let t = e.transfer_prediction.as_ref().unwrap();
+        assert_eq!(
+            t.targets,
+            [
+                "coop ce",
+                "coop mcm",
+                "zero-shot zero-shot (mean over templates)",
+                "zero-shot zero-shot (best template)"
+            ]
+        );
+        for (regime, method, fits) in [
+            (Regime::Coop, "ce", ENCODERS.len() * SEEDS.len()),
+            (Regime::Coop, "mcm", ENCODERS.len() * SEEDS.len()),
+            (Regime::ZeroShot, "zero-shot (mean over templates)", ENCODERS.len() * templates.len()),
+            (Regime::ZeroShot, "zero-shot (best template)", ENCODERS.len() * templates.len()),
+        ] {
+            let r = t
+                .rows
+                .iter()
+                .find(|r| {
+                    r.scope == "d1"
+                        && r.regime == regime
+                        && r.method == method
+                        && r.outcome == Outcome::Discrimination
+                })
+                .unwrap();
+            assert_eq!((r.kendall_tau_b, r.regret, r.fits), (Some(1.0), Some(0.0), fits), "{method}");
+            assert_eq!(r.fits_saved, Some(fits / ENCODERS.len() * (ENCODERS.len() - SHORTLIST)));
+        }
+        // The seed mean of the estimate is the mean of its two records.
+        let r = &t.rows[0];
+        let expected: Vec<f64> =
+            (0..ENCODERS.len()).map(|i| ((0.01 * i as f64 - 1.0) + (0.01 * i as f64 + 1.0)) / 2.0).collect();
+        assert_eq!(r.scores, expected);
+    }
+
     #[test]
     fn an_estimate_only_set_has_no_target_but_evaluates() {
         let e = evaluate(estimates(), &quick());
