@@ -36,6 +36,15 @@
 //!    insertion split scaled to the panel ([`EvaluationOptions::stability_for_panel`]).
 //! 10. **Calibration stability** (spec §6): accuracy, ECE, MCE and ACE across seeds and across prompt
 //!     templates ([`calibration_stability`]), from the records alone: computed for every run set.
+//! 11. **Predicted vs adapted** (issue 18): with estimate records ([`Regime::Estimate`]), each
+//!     transferability estimator's ranking against the ranking of every adapted regime/method and of
+//!     the axis regime, by discrimination, calibration error and CRS ([`crate::transfer_prediction`]).
+//!
+//! # Estimate records
+//! Records of regime `estimate` are predictions, not fits: they are split off first and take part in
+//! nothing but step 11 (not in the metric rows, axes, CRS, comparisons, stability, encoder analyses or
+//! the convergence check), so a run set evaluates exactly as without them, except that `input.records`
+//! counts them and `input.regimes` lists `estimate`.
 //!
 //! # A run set without a CRS
 //! Steps 2–9 need four-axis profiles of at least two encoders in the configured regime. When the run set
@@ -68,6 +77,9 @@ use crate::regime_comparison::RegimeComparison;
 use crate::run_record::{Condition, Regime, RunRecordSet};
 use crate::score::{ComponentWeights, ScoreWeights, ordinal_ranks};
 use crate::stability::{StabilityConfig, StabilityReport, stability};
+use crate::transfer_prediction::{
+    OutcomeMetrics, TransferPrediction, prediction_targets, transfer_prediction,
+};
 
 /// The `format` field of an evaluation document.
 pub const EVALUATION_FORMAT: &str = "calibra-evaluation";
@@ -315,6 +327,10 @@ pub struct Evaluation {
     pub focus: Option<FocusReport>,
     /// Adapted fits whose training curve says they did not converge (see [`crate::convergence`]).
     pub convergence: ConvergenceReport,
+    /// Estimators' predicted rankings vs the adapted runs ([`crate::transfer_prediction`]); `None`
+    /// (absent from the JSON) without estimate records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_prediction: Option<TransferPrediction>,
     /// Human-readable notes (skipped analyses and why).
     pub notes: Vec<String>,
 }
@@ -397,6 +413,14 @@ fn profiles_or_why_not(
     Ok(Ok((plan, cells, profiles)))
 }
 
+/// The metric names behind the transfer-prediction outcomes.
+fn outcome_metrics(axes: &AxisConfig) -> OutcomeMetrics {
+    OutcomeMetrics {
+        discrimination: axes.discrimination_metric.clone(),
+        calibration: axes.calibration_metric.clone(),
+    }
+}
+
 /// CRS of complete profiles against a reference built on them.
 fn panel_crs_of(profiles: &[Profile], config: &ReferenceConfig) -> Result<Vec<(String, f64)>, CrsError> {
     let reference = Reference::build(profiles, config.clone())?;
@@ -425,6 +449,10 @@ impl Evaluation {
         if set.is_empty() {
             return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
         }
+        let records = set.len();
+        // Estimate records are predictions, not fits: nothing but the transfer prediction sees them.
+        let (fits, estimates) = set.split_estimates();
+        let set = &fits;
         let table = SeedTable::from_records(set);
         let rows = table.rows();
         let estimators = estimators_for(&options.axes);
@@ -453,13 +481,17 @@ impl Evaluation {
             })
             .collect();
         let groups = table.groups();
+        let mut regimes: BTreeSet<Regime> = groups.iter().map(|g| g.regime).collect();
+        if !estimates.is_empty() {
+            regimes.insert(Regime::Estimate);
+        }
         let input = InputSummary {
-            records: set.len(),
+            records,
             metric_rows: metric_rows.len(),
             seeds: table.seeds().to_vec(),
             encoders: groups.iter().map(|g| g.encoder.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
             datasets: groups.iter().map(|g| g.dataset.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
-            regimes: groups.iter().map(|g| g.regime).collect::<BTreeSet<_>>().into_iter().collect(),
+            regimes: regimes.into_iter().collect(),
             metrics: table.metrics().to_vec(),
         };
 
@@ -475,6 +507,24 @@ impl Evaluation {
                         message: format!("cannot score against the saved reference: {reason}"),
                     });
                 }
+                let mut transfer_notes = Vec::new();
+                let targets = prediction_targets(
+                    &table,
+                    means,
+                    &options.axes,
+                    &input.regimes,
+                    &[],
+                    &[],
+                    &[],
+                    &mut transfer_notes,
+                );
+                let transfer_prediction = transfer_prediction(
+                    &estimates,
+                    set,
+                    &targets,
+                    &outcome_metrics(&options.axes),
+                    transfer_notes,
+                );
                 let encoder_analyses = encoder_analyses(
                     &metric_rows,
                     &[],
@@ -510,6 +560,7 @@ impl Evaluation {
                     calibration_stability,
                     focus: None,
                     convergence,
+                    transfer_prediction,
                     notes,
                 });
             }
@@ -736,6 +787,19 @@ impl Evaluation {
             &options.axes.calibration_metric,
             &options.encoder_analyses,
         );
+        let mut transfer_notes = Vec::new();
+        let targets = prediction_targets(
+            &table,
+            means,
+            &options.axes,
+            &input.regimes,
+            &cells,
+            &per_domain,
+            &crs,
+            &mut transfer_notes,
+        );
+        let transfer_prediction =
+            transfer_prediction(&estimates, set, &targets, &outcome_metrics(&options.axes), transfer_notes);
         let reference_json =
             serde_json::from_str(&reference.to_json()).map_err(|e| CrsError::InvalidParameter {
                 name: "reference",
@@ -768,6 +832,7 @@ impl Evaluation {
             calibration_stability,
             focus: None,
             convergence,
+            transfer_prediction,
             notes,
         })
     }

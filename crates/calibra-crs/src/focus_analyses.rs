@@ -260,6 +260,9 @@ pub fn focus_analyses(set: &RunRecordSet, options: &FocusOptions) -> Result<Focu
     if config.n_bins == 0 {
         return Err(FocusError::InvalidParameter { name: "ECE bins", message: "must be at least 1".into() });
     }
+    // Estimate records (regime `estimate`) are predictions without a predictions file, not fits.
+    let (fits, _) = set.split_estimates();
+    let set = &fits;
     let mut notes = Vec::new();
     let mut cache = PredictionsCache::default();
     let names: Vec<String> = options.columns.iter().map(|c| c.name.clone()).collect();
@@ -505,6 +508,8 @@ mod tests {
             record("frozen", "linear", 2, None),
             record("frozen", "mlp", 2, None),
             record("full", "ft", 2, Some("lora.csv")), // two base probes
+            // A prediction, not a fit: in no count, pairing or gap below.
+            record("estimate", "estimators", 0, None),
         ];
         let options = FocusOptions {
             columns: vec![GroupColumn::parse("site", GapKind::Subgroup).unwrap()],
@@ -527,7 +532,8 @@ mod tests {
             reasons[1].starts_with("ambiguous base: 2 frozen runs match (probes linear, mlp)"),
             "{reasons:?}"
         );
-        // Gaps from the predictions files' `site` column: 4 clean runs with predictions.
+        // Gaps from the predictions files' `site` column: 4 clean runs with predictions (the estimate
+        // record is not counted among the records without predictions).
         assert_eq!(report.run_gaps.len(), 4);
         assert!(report.notes.iter().any(|n| n.starts_with("2 of 6 run records have no predictions file")));
     }

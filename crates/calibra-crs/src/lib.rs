@@ -6,7 +6,9 @@
 //! bootstrap, stability analyses, calibration stability across seeds and prompt templates, and rank
 //! comparison of two orderings; the encoder analyses E1–E6 and the FOCUS additions (subgroup and
 //! quality-stratum gaps from declared group columns, adapted − base deltas with paired bootstrap
-//! intervals and Benjamini–Hochberg correction).
+//! intervals and Benjamini–Hochberg correction); and the predicted-versus-adapted comparison of
+//! transferability-estimator records (regime `estimate`) with the adapted runs
+//! ([`transfer_prediction`]).
 //!
 //! Must not depend on: burn, models or training code. It consumes run records and predictions-derived
 //! metrics from any framework; numerics come from calibra-metrics.
@@ -41,6 +43,8 @@ pub mod subgroup_gaps;
 // Calibration stability across seeds and prompt templates (helper stability).
 pub mod calibration_stability;
 pub mod convergence;
+// Estimators' predicted rankings vs the adapted runs (issue 18 item 5).
+pub mod transfer_prediction;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
@@ -65,7 +69,10 @@ pub use reference::{
     build_per_domain,
 };
 pub use regime_comparison::{RegimeComparison, RegimeDelta};
-pub use run_record::{Condition, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet};
+pub use run_record::{
+    Condition, ESTIMATE_PROBE, GroupKey, LabelFraction, Regime, RunKey, RunRecord, RunRecordSet,
+    estimate_layer,
+};
 pub use sample_metrics::{SampleMetric, SampleTable};
 pub use score::{
     AxisWeights, ComponentWeights, CrsComponents, ScoreWeights, crs_components, dominance, ideal_proximity,
@@ -76,3 +83,4 @@ pub use stability::{
     StabilityReport, SubpanelAgreement, insertion_trial, rank_agreement, stability, subpanel_agreement,
     weight_agreement,
 };
+pub use transfer_prediction::{Outcome, PredictionRow, TransferPrediction, Verdict};

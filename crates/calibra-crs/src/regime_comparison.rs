@@ -121,6 +121,126 @@ type CellKey = (String, String);
 /// A cell's (discrimination, −ECE).
 type CellPair = (Option<f64>, Option<f64>);
 
+/// One method's cell values: `(method, selection, slug, cells, chosen templates)`.
+type MethodCells = (String, String, String, BTreeMap<CellKey, CellPair>, BTreeMap<String, String>);
+
+/// The cell values of one method of `regime` (see the module docs for how each pick is evaluated).
+fn method_cells(
+    table: &SeedTable,
+    means: &[f64],
+    axes: &AxisConfig,
+    regime: Regime,
+    pick: &Pick,
+) -> Result<MethodCells, CrsError> {
+    // (encoder, dataset) → (discrimination, −ECE) and, per encoder, the chosen template.
+    let mut cells: BTreeMap<CellKey, CellPair> = BTreeMap::new();
+    let mut chosen: BTreeMap<String, String> = BTreeMap::new();
+    let (method, selection, slug) = match pick {
+        Pick::Probe(p) => {
+            for c in cells_of(table, means, axes, regime, p)? {
+                cells.insert((c.encoder, c.dataset), (c.values.discrimination, c.values.calibration));
+            }
+            (p.clone(), format!("probe `{p}`"), p.replace([':', '/', ' '], "-"))
+        }
+        Pick::MeanOver(m, probes) => {
+            let mut per: BTreeMap<CellKey, Vec<CellPair>> = BTreeMap::new();
+            for p in probes {
+                for c in cells_of(table, means, axes, regime, p)? {
+                    per.entry((c.encoder, c.dataset))
+                        .or_default()
+                        .push((c.values.discrimination, c.values.calibration));
+                }
+            }
+            for (k, v) in per {
+                cells.insert(k, (mean(v.iter().map(|x| x.0)), mean(v.iter().map(|x| x.1))));
+            }
+            let ids: Vec<&str> =
+                probes.iter().map(|p| p.rsplit_once(':').map_or(p.as_str(), |x| x.1)).collect();
+            (
+                format!("{m} (mean over templates)"),
+                format!("each cell's mean over templates {}", ids.join(", ")),
+                format!("{}-mean", m.replace([':', '/', ' '], "-")),
+            )
+        }
+        Pick::BestOf(m, probes) => {
+            let mut per_probe: Vec<(String, Vec<CellAxes>)> = Vec::new();
+            for p in probes {
+                per_probe.push((p.clone(), cells_of(table, means, axes, regime, p)?));
+            }
+            let mut encoders: Vec<String> =
+                per_probe.iter().flat_map(|(_, cs)| cs.iter().map(|c| c.encoder.clone())).collect();
+            encoders.sort();
+            encoders.dedup();
+            for enc in encoders {
+                let best = per_probe
+                    .iter()
+                    .filter_map(|(p, cs)| {
+                        let d =
+                            mean(cs.iter().filter(|c| c.encoder == enc).map(|c| c.values.discrimination))?;
+                        Some((p, d, cs))
+                    })
+                    .fold(None::<(&String, f64, &Vec<CellAxes>)>, |acc, x| match acc {
+                        Some(a) if a.1 >= x.1 => Some(a),
+                        _ => Some(x),
+                    });
+                if let Some((p, _, cs)) = best {
+                    chosen.insert(enc.clone(), p.rsplit_once(':').map_or(p.as_str(), |x| x.1).to_string());
+                    for c in cs.iter().filter(|c| c.encoder == enc) {
+                        cells.insert(
+                            (c.encoder.clone(), c.dataset.clone()),
+                            (c.values.discrimination, c.values.calibration),
+                        );
+                    }
+                }
+            }
+            (
+                format!("{m} (best template)"),
+                format!(
+                    "per encoder, the template of highest mean clean {} (chosen on the test data: optimistic)",
+                    axes.discrimination_metric
+                ),
+                format!("{}-best", m.replace([':', '/', ' '], "-")),
+            )
+        }
+    };
+    Ok((method, selection, slug, cells, chosen))
+}
+
+/// One method of a regime other than the axis regime, with its per-cell values: a prediction target
+/// of [`crate::transfer_prediction`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MethodTarget {
+    pub regime: Regime,
+    /// As in [`RegimeComparison::method`].
+    pub method: String,
+    /// The probes whose runs the method needs (every template of a template method).
+    pub probes: Vec<String>,
+    /// (encoder, dataset) → (clean full-label discrimination, −calibration error), seed means.
+    pub cells: BTreeMap<(String, String), (Option<f64>, Option<f64>)>,
+}
+
+/// Every method of every regime in `regimes` other than the axis regime, exactly as
+/// [`regime_comparisons`] evaluates them, with their cells (not matched to the axis regime's).
+pub(crate) fn method_targets(
+    table: &SeedTable,
+    means: &[f64],
+    axes: &AxisConfig,
+    regimes: &[Regime],
+) -> Result<Vec<MethodTarget>, CrsError> {
+    let mut out = Vec::new();
+    for &regime in regimes.iter().filter(|&&r| r != axes.regime && r != Regime::Estimate) {
+        for pick in methods(table, axes, regime) {
+            let probes = match &pick {
+                Pick::Probe(p) => vec![p.clone()],
+                Pick::MeanOver(_, probes) | Pick::BestOf(_, probes) => probes.clone(),
+            };
+            let (method, _, _, cells, _) = method_cells(table, means, axes, regime, &pick)?;
+            out.push(MethodTarget { regime, method, probes, cells });
+        }
+    }
+    Ok(out)
+}
+
 /// The axis regime vs every method of every other regime of the run set; rank comparisons (≥ 2
 /// encoders) and notes are appended to the given vectors.
 pub(crate) fn regime_comparisons(
@@ -135,85 +255,11 @@ pub(crate) fn regime_comparisons(
     let base_by_cell: BTreeMap<CellKey, &CellAxes> =
         base_cells.iter().map(|c| ((c.encoder.clone(), c.dataset.clone()), c)).collect();
     let mut out = Vec::new();
-    for &regime in regimes.iter().filter(|&&r| r != axes.regime) {
+    for &regime in regimes.iter().filter(|&&r| r != axes.regime && r != Regime::Estimate) {
         let picks = methods(table, axes, regime);
         let single = picks.len() == 1;
         for pick in picks {
-            // (encoder, dataset) → (discrimination, −ECE) and, per encoder, the chosen template.
-            let mut cells: BTreeMap<CellKey, CellPair> = BTreeMap::new();
-            let mut chosen: BTreeMap<String, String> = BTreeMap::new();
-            let (method, selection, slug) = match &pick {
-                Pick::Probe(p) => {
-                    for c in cells_of(table, means, axes, regime, p)? {
-                        cells.insert((c.encoder, c.dataset), (c.values.discrimination, c.values.calibration));
-                    }
-                    (p.clone(), format!("probe `{p}`"), p.replace([':', '/', ' '], "-"))
-                }
-                Pick::MeanOver(m, probes) => {
-                    let mut per: BTreeMap<CellKey, Vec<CellPair>> = BTreeMap::new();
-                    for p in probes {
-                        for c in cells_of(table, means, axes, regime, p)? {
-                            per.entry((c.encoder, c.dataset))
-                                .or_default()
-                                .push((c.values.discrimination, c.values.calibration));
-                        }
-                    }
-                    for (k, v) in per {
-                        cells.insert(k, (mean(v.iter().map(|x| x.0)), mean(v.iter().map(|x| x.1))));
-                    }
-                    let ids: Vec<&str> =
-                        probes.iter().map(|p| p.rsplit_once(':').map_or(p.as_str(), |x| x.1)).collect();
-                    (
-                        format!("{m} (mean over templates)"),
-                        format!("each cell's mean over templates {}", ids.join(", ")),
-                        format!("{}-mean", m.replace([':', '/', ' '], "-")),
-                    )
-                }
-                Pick::BestOf(m, probes) => {
-                    let mut per_probe: Vec<(String, Vec<CellAxes>)> = Vec::new();
-                    for p in probes {
-                        per_probe.push((p.clone(), cells_of(table, means, axes, regime, p)?));
-                    }
-                    let mut encoders: Vec<String> =
-                        per_probe.iter().flat_map(|(_, cs)| cs.iter().map(|c| c.encoder.clone())).collect();
-                    encoders.sort();
-                    encoders.dedup();
-                    for enc in encoders {
-                        let best = per_probe
-                            .iter()
-                            .filter_map(|(p, cs)| {
-                                let d = mean(
-                                    cs.iter().filter(|c| c.encoder == enc).map(|c| c.values.discrimination),
-                                )?;
-                                Some((p, d, cs))
-                            })
-                            .fold(None::<(&String, f64, &Vec<CellAxes>)>, |acc, x| match acc {
-                                Some(a) if a.1 >= x.1 => Some(a),
-                                _ => Some(x),
-                            });
-                        if let Some((p, _, cs)) = best {
-                            chosen.insert(
-                                enc.clone(),
-                                p.rsplit_once(':').map_or(p.as_str(), |x| x.1).to_string(),
-                            );
-                            for c in cs.iter().filter(|c| c.encoder == enc) {
-                                cells.insert(
-                                    (c.encoder.clone(), c.dataset.clone()),
-                                    (c.values.discrimination, c.values.calibration),
-                                );
-                            }
-                        }
-                    }
-                    (
-                        format!("{m} (best template)"),
-                        format!(
-                            "per encoder, the template of highest mean clean {} (chosen on the test data: optimistic)",
-                            axes.discrimination_metric
-                        ),
-                        format!("{}-best", m.replace([':', '/', ' '], "-")),
-                    )
-                }
-            };
+            let (method, selection, slug, cells, chosen) = method_cells(table, means, axes, regime, &pick)?;
             // Per encoder, matched cells.
             let mut per_encoder: BTreeMap<String, Vec<(String, &CellAxes, CellPair)>> = BTreeMap::new();
             for ((enc, ds), v) in &cells {

@@ -10,7 +10,7 @@
 //! {
 //!   "encoder": "PanDerm",                  // string, non-empty
 //!   "dataset": "isic2019",                 // string, non-empty
-//!   "regime": "frozen",                    // "frozen" | "lora" | "coop" | "full" | "zero-shot"
+//!   "regime": "frozen",                    // "frozen" | "lora" | "coop" | "full" | "zero-shot" | "estimate"
 //!   "probe": "linear-ce",                  // probe / loss, string, non-empty
 //!   "calibrator": "none",                  // post-hoc calibrator ("none" = raw outputs), non-empty
 //!   "label_fraction": 0.25,                // number in (0, 1]; 1 = the full training split
@@ -45,6 +45,8 @@
 //!   [0, 2], `nll` ≥ 0) must lie in it, so that an impossible value can never be ranked on;
 //! - a UTF-8 byte-order mark at the start of a file is ignored (as the CSV readers do);
 //! - blank lines are skipped; any other line must be one JSON object;
+//! - records of regime `estimate` follow their own contract (see [`Regime::Estimate`]); their metrics are
+//!   estimator scores, which have no known range;
 //! - two records with the same run key (every field of the key above, across all files read together)
 //!   are an error listing every duplicate with the line of its first occurrence; a duplicate is never
 //!   silently averaged, so no run is counted twice.
@@ -97,11 +99,37 @@ pub enum Regime {
     /// Zero-shot (prompted) prediction, no training.
     #[serde(rename = "zero-shot")]
     ZeroShot,
-    /// Transferability estimators on frozen features (`[regimes.estimate]`): no model, no predictions;
-    /// the record's metrics are estimator scores (higher = predicted better) and its probe is
-    /// `estimators` or `estimators@<layer>`.
+    /// Transferability estimators on cached frozen train-split features: a prediction of how well the
+    /// encoder will do after adaptation, not a fit that is evaluated (issue 18). The record contract:
+    ///
+    /// - `probe`: `estimators` for features at full depth (layer 1), `estimators@<layer>` (e.g.
+    ///   `estimators@0.25`, `@0.5`, `@0.75`) for shallower layers, the `probe@layer` convention of
+    ///   frozen probes ([`ESTIMATE_PROBE`], [`estimate_layer`]);
+    /// - `calibrator` `none`, `label_fraction` 1, `condition` clean, `seed` the recipe's first seed;
+    /// - `metrics`: estimator name → score, higher = predicted better (`logme`, `hscore`,
+    ///   `hscore_shrinkage`, `gbc`, `nleep`, `transrate`, `effective_dimensionality`,
+    ///   `knn_agreement`); an estimator undefined for the data is absent. Scores are unbounded: none of
+    ///   these names is in [`KNOWN_METRIC_RANGES`];
+    /// - no predictions file; `paths` and `timings` may be empty.
+    ///
+    /// The evaluator keeps these records out of every analysis of fits (axes, CRS, metric rows, regime
+    /// comparisons, stability, encoder analyses, FOCUS, convergence) and compares them with the adapted
+    /// runs in [`crate::transfer_prediction`].
     #[serde(rename = "estimate")]
     Estimate,
+}
+
+/// The probe name of estimate records at full depth; shallower layers are `estimators@<layer>`.
+pub const ESTIMATE_PROBE: &str = "estimators";
+
+/// The layer (depth fraction in (0, 1]) of an estimate record's probe: `estimators` → 1,
+/// `estimators@0.25` → 0.25; `None` for any other probe name or a layer outside (0, 1].
+pub fn estimate_layer(probe: &str) -> Option<f64> {
+    if probe == ESTIMATE_PROBE {
+        return Some(1.0);
+    }
+    let layer: f64 = probe.strip_prefix(ESTIMATE_PROBE)?.strip_prefix('@')?.parse().ok()?;
+    (layer.is_finite() && layer > 0.0 && layer <= 1.0).then_some(layer)
 }
 
 impl Regime {
@@ -618,6 +646,14 @@ impl RunRecordSet {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
+
+    /// The set split into its fits (every regime but [`Regime::Estimate`]) and its estimate records,
+    /// each in reading order with its original locations.
+    pub fn split_estimates(&self) -> (RunRecordSet, RunRecordSet) {
+        let (estimates, fits): (Vec<LocatedRecord>, Vec<LocatedRecord>) =
+            self.records.iter().cloned().partition(|r| r.record.regime == Regime::Estimate);
+        (RunRecordSet { records: fits }, RunRecordSet { records: estimates })
+    }
 }
 
 #[cfg(test)]
@@ -781,6 +817,38 @@ mod tests {
         std::fs::write(&b, line("")).unwrap();
         let err = RunRecordSet::from_paths(&[&a, &b]).unwrap_err().to_string();
         assert!(err.contains("a.jsonl:1") && err.contains("b.jsonl:1"), "{err}");
+    }
+
+    #[test]
+    fn estimate_records_parse_with_unbounded_scores_and_split_off() {
+        let estimate = line("")
+            .replace(r#""regime":"frozen""#, r#""regime":"estimate""#)
+            .replace(r#""probe":"linear""#, r#""probe":"estimators@0.25""#)
+            .replace(r#""macro_auroc":0.9"#, r#""logme":-1234.5,"gbc":-7.0,"hscore":250.0"#);
+        let set = parse(&format!("{}\n{estimate}\n", line(""))).unwrap();
+        assert_eq!(set.records()[1].record.regime, Regime::Estimate);
+        assert_eq!(Regime::Estimate.name(), "estimate");
+        assert_eq!(serde_json::to_string(&Regime::Estimate).unwrap(), r#""estimate""#);
+        for name in crate::transfer_prediction::ESTIMATORS {
+            assert!(metric_range(name).is_none(), "{name} must not be range-checked");
+        }
+        let (fits, estimates) = set.split_estimates();
+        assert_eq!((fits.len(), estimates.len()), (1, 1));
+        assert_eq!(estimates.records()[0].location.line, 2);
+        assert_eq!(fits.records()[0], set.records()[0]);
+    }
+
+    #[test]
+    fn estimate_layers_follow_the_probe_at_layer_convention() {
+        assert_eq!(estimate_layer("estimators"), Some(1.0));
+        for layer in [0.25, 0.5, 0.75] {
+            assert_eq!(estimate_layer(&format!("estimators@{layer}")), Some(layer));
+        }
+        for bad in
+            ["estimators@", "estimators@0", "estimators@1.5", "estimators0.5", "linear", "estimators@x"]
+        {
+            assert_eq!(estimate_layer(bad), None, "{bad}");
+        }
     }
 
     #[test]

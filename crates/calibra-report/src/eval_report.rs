@@ -446,6 +446,10 @@ fn summary_section(e: &Evaluation, order: &[usize], tables: &mut Tables, md: &mu
         );
     }
 
+    if let Some(line) = crate::transfer_report::summary_line(e.transfer_prediction.as_ref()) {
+        md.push_str(&format!("\n### Predicted vs adapted\n\n{line}"));
+    }
+
     md.push_str("\n### Calibration repair\n\n");
     let repair = &e.encoder_analyses.calibration_repair;
     match &repair.status {
@@ -542,6 +546,14 @@ pub fn eval_report_with(
     if let Some(why) = &e.crs_not_computed {
         md.push_str(&format!(
             "\n**{why}.** The sections below hold what the run records give without profiles.\n"
+        ));
+        if let Some(line) = crate::transfer_report::summary_line(e.transfer_prediction.as_ref()) {
+            md.push_str(&format!("\n{line}"));
+        }
+        md.push_str(&crate::transfer_report::transfer_prediction_md(
+            e.transfer_prediction.as_ref(),
+            &mut tables,
+            &mut files,
         ));
         md.push_str(&calibration_stability_md(&e.calibration_stability, &mut tables));
         md.push_str(&crate::focus_report::encoder_analyses_md(&e.encoder_analyses, &mut tables));
@@ -649,6 +661,12 @@ pub fn eval_report_with(
             md.push_str(&format!("\n![{}]({path})\n", c.name));
         }
     }
+
+    md.push_str(&crate::transfer_report::transfer_prediction_md(
+        e.transfer_prediction.as_ref(),
+        &mut tables,
+        &mut files,
+    ));
 
     if !e.substitutions.is_empty() {
         md.push_str("\n## Estimator substitution\n\nPrimary CRS ranking (A) vs the ranking with one estimator substituted (B), reference rebuilt on the panel.\n\n");

@@ -1,7 +1,7 @@
 //! calibra-report: the human-facing side of an evaluation — Markdown tables and SVG figures.
 //!
-//! Owns: a minimal SVG writer ([`Svg`]), the three figures of a calibra report (reliability diagram,
-//! normalised profile bars, rank-displacement chart), Markdown table formatting, and the assembly of an
+//! Owns: a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
+//! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart), Markdown table formatting, and the assembly of an
 //! evaluation's report ([`eval_report`]: `report.md` plus its figures).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
 //! no system libraries and no network, and any browser renders them. [`svg_to_png`] rasterises them
@@ -26,6 +26,8 @@ mod rank_displacement;
 mod reliability_diagram;
 mod reliability_grid;
 mod svg;
+mod tau_dots;
+mod transfer_report;
 
 pub use convergence_report::convergence_section;
 pub use eval_report::{
@@ -40,3 +42,5 @@ pub use rank_displacement::rank_displacement;
 pub use reliability_diagram::reliability_diagram;
 pub use reliability_grid::{GridPanel, reliability_grid};
 pub use svg::Svg;
+pub use tau_dots::tau_dots;
+pub use transfer_report::summary_line as transfer_summary_line;
