@@ -191,8 +191,13 @@ fn feature_safetensors_carry_their_labels_and_multilabel_npy_works() {
     let fp = dir.path().join("f32.npy");
     let b: Vec<u8> = x32.iter().flat_map(|v| v.to_le_bytes()).collect();
     write_npy(&fp, "<f4", &[n, d], &b);
-    let lab: Vec<i8> =
-        (0..n * 3).map(|k| if k % 11 == 0 { -1 } else { ((k * 5 + k / 3) % 2) as i8 }).collect();
+    let lab: Vec<i8> = (0..n * 3)
+        .map(|k| {
+            let (row, col) = (k / 3, k % 3);
+            // Both classes in every label column (and some missing entries).
+            if k % 11 == 0 { -1 } else { ((row * (col + 1) + row / 3) % 2) as i8 }
+        })
+        .collect();
     let lp = dir.path().join("ml.npy");
     write_npy(&lp, "|i1", &[n, 3], &lab.iter().map(|v| *v as u8).collect::<Vec<_>>());
     let got = run_json(&[

@@ -37,6 +37,7 @@
 
 use std::collections::BTreeSet;
 
+use calibra_crs::run_record::ESTIMATE_PROBE;
 use calibra_crs::{Condition, Regime};
 use serde::Serialize;
 
@@ -199,9 +200,6 @@ pub fn conditions_of(recipe: &Recipe, shift_targets: &[NamedSpec], label_fractio
     out.extend(shift_targets.iter().map(|t| Condition::Shift { target: t.name.clone() }));
     out
 }
-
-/// The record's `probe` field of an estimate fit at depth 1 (`estimators@<layer>` below it).
-pub const ESTIMATE_PROBE: &str = "estimators";
 
 /// The record's `probe` field of a frozen probe at `layer`.
 pub fn probe_label(probe: &str, layer: f64) -> String {
