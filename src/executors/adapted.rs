@@ -15,7 +15,8 @@
 use calibra_crs::run_record::{TrainingCurve, TrainingEpoch};
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::lora::{LoraConfig, TargetModules};
-use calibra_run::baseline::{predictions_from_scores, record_metrics, split_of};
+use calibra_predictions::{Predictions, Targets};
+use calibra_run::baseline::{predictions_from_scores, split_of};
 use calibra_run::grid::LossConfig;
 use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
 use calibra_train::features::preprocess_for;
@@ -137,10 +138,12 @@ pub(super) fn execute(
     let kind = adaptation.name();
     ctx.report(&format!("{kind}: training on {} images", train_rows.len()));
     let mut log = EpochLog::new(kind);
-    // The calibration split's macro AUROC, computed as the records compute it.
+    // The calibration split's macro AUROC over the classes (labels) it can score: a small
+    // calibration split often lacks a rare class, which makes the records' strict macro AUROC
+    // undefined, and the curve's AUROC must still say whether the model learned.
     let score = |logits: &[f64]| -> Option<f64> {
         let p = predictions_from_scores(&dataset, &split.calibration, logits.to_vec()).ok()?;
-        record_metrics(&p).ok()?.get("macro_auroc").copied()
+        held_out_auroc(&p)
     };
     let fitted = fine_tune(
         FineTuneRequest {
@@ -209,4 +212,19 @@ fn training_curve(fitted: &FineTuned, head_init: HeadInit) -> TrainingCurve {
         stopped_early: fitted.stopped_early,
         head_init: Some(head_init.name().to_string()),
     }
+}
+
+/// Macro AUROC of held-out predictions over the classes (labels) with both positives and negatives
+/// (calibra-metrics' `SkipUndefined` policy); `None` when no class is defined.
+fn held_out_auroc(p: &Predictions) -> Option<f64> {
+    use calibra_metrics::{UndefinedPolicy, macro_auroc_ovr, multilabel_macro_auroc};
+    let probs = p.probabilities();
+    let k = p.num_classes();
+    let average = match p.targets() {
+        Targets::Classes(labels) => {
+            macro_auroc_ovr(&probs, k, labels, UndefinedPolicy::SkipUndefined).ok()?
+        }
+        Targets::Labels(values) => multilabel_macro_auroc(&probs, k, values, UndefinedPolicy::SkipUndefined),
+    };
+    (average.defined > 0 && average.mean.is_finite()).then_some(average.mean)
 }

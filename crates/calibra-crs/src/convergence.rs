@@ -9,7 +9,10 @@
 //! - its calibration-split macro AUROC at the selected epoch ends within [`CHANCE_MARGIN`] of chance
 //!   (0.5) or below it: `AUROC <= 0.5 + CHANCE_MARGIN`; or
 //! - its training loss did not fall: the selected epoch's train loss is not below epoch 0's (the
-//!   initial weights' training-set loss).
+//!   initial weights' training-set loss). This rule is not applied to an LP-FT fit (`head_init =
+//!   "probe"`), whose initial weights are already the fitted frozen probe: a loss that stays there
+//!   means the fine-tuning did not improve on the probe, which its AUROC shows, not that it did not
+//!   learn.
 //!
 //! Records without a curve (frozen probes, zero-shot, older records) are not judged.
 
@@ -102,7 +105,11 @@ pub fn reasons(curve: &TrainingCurve) -> Vec<String> {
         )),
         _ => {}
     }
-    if sel.epoch == 0 || sel.train_loss >= first.train_loss {
+    // An LP-FT fit starts from the fitted frozen probe: its epoch-0 loss is already a trained model's,
+    // so a loss that stays (or an early stop at epoch 0) means "no better than the probe", not "did
+    // not learn"; only the AUROC rule applies to it.
+    let probe_start = curve.head_init.as_deref() == Some("probe");
+    if !probe_start && (sel.epoch == 0 || sel.train_loss >= first.train_loss) {
         out.push(format!(
             "the training loss did not fall ({:.4} at epoch 0, {:.4} at epoch {})",
             first.train_loss, sel.train_loss, sel.epoch
@@ -195,6 +202,12 @@ mod tests {
         // Good AUROC but the loss rose.
         let rose = curve(vec![epoch(0, 0.5, 0.9), epoch(1, 0.7, 0.88)], 1);
         assert!(reasons(&rose)[0].contains("did not fall"));
+        // An LP-FT fit (probe head) whose loss stays is judged by its AUROC alone.
+        let lp_ft =
+            |sel| TrainingCurve { head_init: Some("probe".into()), ..curve(rose.epochs.clone(), sel) };
+        assert!(reasons(&lp_ft(1)).is_empty() && reasons(&lp_ft(0)).is_empty());
+        let lp_ft_chance = TrainingCurve { head_init: Some("probe".into()), ..chance.clone() };
+        assert_eq!(reasons(&lp_ft_chance).len(), 1);
         // Early stopping's selected epoch is judged, not the last one.
         let early = curve(vec![epoch(0, 1.1, 0.5), epoch(1, 0.6, 0.9), epoch(2, 1.2, 0.52)], 1);
         assert!(reasons(&early).is_empty());
