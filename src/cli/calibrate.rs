@@ -102,7 +102,7 @@ impl std::str::FromStr for MethodArg {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if let Some(name) = calibra_calibrate::CONFORMAL_METHODS.iter().find(|m| **m == s) {
-            return Ok(MethodArg::Conformal(*name));
+            return Ok(MethodArg::Conformal(name));
         }
         s.parse::<Method>().map(MethodArg::Calibrator).map_err(|e| {
             format!(

@@ -15,6 +15,10 @@ use crate::{ClassStats, Features, TransferError};
 /// Classes processed together (fixed, so the summation order never depends on the thread count).
 const CLASS_GROUP: usize = 4;
 
+/// One class's part of the within-class scatter: its centred Gram matrix and its coding rate
+/// (`None` for a class without samples).
+type ClassScatter = (Option<Mat<f64>>, Option<f64>);
+
 /// Centred second moments of a feature matrix.
 pub struct Covariance {
     /// `ZᵀZ` (not divided by anything).
@@ -38,7 +42,7 @@ impl Covariance {
         let mut rates = Vec::with_capacity(stats.num_classes);
         let classes: Vec<usize> = (0..stats.num_classes).collect();
         for group in classes.chunks(CLASS_GROUP) {
-            let parts: Vec<Result<(Option<Mat<f64>>, Option<f64>), TransferError>> = group
+            let parts: Vec<Result<ClassScatter, TransferError>> = group
                 .par_iter()
                 .map(|&c| {
                     let idx = &stats.members[c];

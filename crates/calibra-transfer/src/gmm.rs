@@ -19,6 +19,10 @@ use crate::linalg::gram;
 
 const ROWS: usize = 512;
 
+/// One mixture component's M-step result: its effective sample count, mean, precision matrix (inverse
+/// covariance) and the log-determinant of the precision.
+type ComponentFit = (f64, Vec<f64>, Mat<f64>, f64);
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GmmOptions {
     pub components: usize,
@@ -95,7 +99,7 @@ impl GaussianMixture {
 
     fn m_step(&mut self, x: &[f64], n: usize, resp: &[f64], k: usize, reg: f64) -> Result<(), TransferError> {
         let d = self.d;
-        let parts: Vec<Result<(f64, Vec<f64>, Mat<f64>, f64), TransferError>> = (0..k)
+        let parts: Vec<Result<ComponentFit, TransferError>> = (0..k)
             .into_par_iter()
             .map(|c| {
                 let nk: f64 = (0..n).map(|i| resp[i * k + c]).sum::<f64>() + 10.0 * f64::EPSILON;

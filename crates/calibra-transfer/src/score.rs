@@ -127,7 +127,9 @@ fn score_task(
     let stats = ClassStats::new(features, y)?;
     let present = stats.present().count();
     let needs_cov = estimators.iter().any(|e| {
-        !matches!(e, Estimator::KnnAgreement) && !(matches!(e, Estimator::Gbc) && options.gbc.pca.is_none())
+        let knn = matches!(e, Estimator::KnnAgreement);
+        let gbc_without_pca = matches!(e, Estimator::Gbc) && options.gbc.pca.is_none();
+        !(knn || gbc_without_pca)
     });
     let want_rates = estimators.contains(&Estimator::Transrate);
     let cov = if needs_cov {

@@ -58,7 +58,7 @@ fn tall_case_matches_references() {
     );
     close(
         "logme regression",
-        basis.regression(&f, &[v.clone()]),
+        basis.regression(&f, std::slice::from_ref(&v)),
         e["logme_regression"].as_f64().unwrap(),
         REL,
     );
@@ -195,8 +195,10 @@ fn multilabel_is_the_mean_over_labels() {
         })
         .collect();
     let targets = Targets::Multilabel { labels, values };
-    let mut options = ScoreOptions::default();
-    options.gbc = GbcOptions { gaussian: GaussianType::Diagonal, pca: None };
+    let options = ScoreOptions {
+        gbc: GbcOptions { gaussian: GaussianType::Diagonal, pca: None },
+        ..ScoreOptions::default()
+    };
     let report = score(
         &f,
         &targets,
