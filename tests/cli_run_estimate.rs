@@ -9,18 +9,8 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use calibra_crs::transfer_prediction::ESTIMATORS;
 use common::calibra;
-
-const ESTIMATORS: [&str; 8] = [
-    "logme",
-    "hscore",
-    "hscore_shrinkage",
-    "gbc",
-    "nleep",
-    "transrate",
-    "effective_dimensionality",
-    "knn_agreement",
-];
 
 fn setup(dir: &Path) -> PathBuf {
     let ck = common::tiny_vit_checkpoint(dir);

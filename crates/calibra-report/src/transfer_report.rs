@@ -79,7 +79,8 @@ pub(crate) fn transfer_prediction_md(
     for v in &t.headlines {
         md.push_str(&format!("- **{}**\n", v.sentence));
     }
-    for v in &t.verdicts {
+    // A per-target verdict that says what a headline already says is not repeated.
+    for v in t.verdicts.iter().filter(|v| !t.headlines.iter().any(|h| h.sentence == v.sentence)) {
         md.push_str(&format!("- {}\n", v.sentence));
     }
 

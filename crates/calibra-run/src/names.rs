@@ -26,18 +26,11 @@ pub const LOSSES: &[(&str, &[&str])] = &[
 
 /// Transferability estimators (`[regimes.estimate] estimators`), as calibra-transfer names them
 /// (`calibra transfer score --estimators`): LogME, H-score, shrinkage H-score, GBC, NLEEP,
-/// TransRate, the participation ratio and k-NN neighbour-outcome agreement. LEEP is not offered: it
-/// needs a source classifier's posteriors, which a feature cache does not hold.
-pub const ESTIMATORS: &[&str] = &[
-    "logme",
-    "hscore",
-    "hscore_shrinkage",
-    "gbc",
-    "nleep",
-    "transrate",
-    "effective_dimensionality",
-    "knn_agreement",
-];
+/// TransRate, the participation ratio and k-NN neighbour-outcome agreement. One list, the estimate
+/// records' contract in calibra-crs; the `calibra` binary's tests check it against calibra-transfer's
+/// names. LEEP is not offered: it needs a source classifier's posteriors, which a feature cache does
+/// not hold.
+pub const ESTIMATORS: &[&str] = &calibra_crs::transfer_prediction::ESTIMATORS;
 
 /// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.
 pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", "dirichlet"];
