@@ -18,6 +18,7 @@
 
 mod atomic_write;
 mod error;
+mod line_index;
 mod read;
 mod table;
 mod write;

@@ -1,6 +1,7 @@
 //! The CSV reader: header interpretation and cell parsing, with errors that name file, line and column.
 
 use crate::PredictionsError;
+use crate::line_index::LineIndex;
 use crate::table::{Predictions, ScoreKind, Targets};
 use calibra_metrics::input::ROW_SUM_TOLERANCE;
 use std::collections::HashMap;
@@ -27,7 +28,9 @@ pub fn read_predictions(path: &Path) -> Result<Predictions, PredictionsError> {
 /// Read and validate predictions CSV from any reader; `source` names it in error messages.
 pub fn read_predictions_from<R: Read>(reader: R, source: &str) -> Result<Predictions, PredictionsError> {
     let src = || source.to_string();
-    let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(reader);
+    let lines = LineIndex::default();
+    let mut csv =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(lines.reader(reader));
     let mut records = csv.byte_records();
     let header = match records.next() {
         None => return Err(PredictionsError::Empty { file: src() }),
@@ -43,7 +46,8 @@ pub fn read_predictions_from<R: Read>(reader: R, source: &str) -> Result<Predict
     let mut first_line: HashMap<String, u64> = HashMap::new();
     for record in records {
         let record = record.map_err(|e| csv_error(source, e))?;
-        let line = record.position().map_or(0, |p| p.line());
+        // The physical line (the csv crate's own count skips blank lines).
+        let line = record.position().map_or(0, |p| lines.line_of(p.byte()));
         if record.len() == 1 && record.get(0).is_some_and(|f| f.trim_ascii().is_empty()) {
             continue; // a blank line
         }
@@ -289,6 +293,16 @@ mod tests {
         let e = err("id,label,logit_a,logit_b\nx,0,1,2\ny,1,1,2\nx,1,0,0\n");
         assert!(e.contains("test.csv: line 4, column `id`: duplicate id `x` (first at line 2)"), "{e}");
         assert!(!e.contains("header"), "{e}");
+    }
+
+    /// Issue 20: after a blank line, errors named the line the csv crate counted (blank lines
+    /// skipped), not the file's.
+    #[test]
+    fn lines_count_blank_lines() {
+        let e = err("id,label,logit_a,logit_b\nx,0,1,2\n\ny,1,1,2\n\nx,1,0,0\n");
+        assert!(e.contains("test.csv: line 6, column `id`: duplicate id `x` (first at line 2)"), "{e}");
+        let e = err("id,label,logit_a,logit_b\r\n\r\nx,0,1,zz\r\n");
+        assert!(e.contains("line 3"), "{e}");
     }
 
     #[test]
