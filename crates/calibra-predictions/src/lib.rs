@@ -18,7 +18,6 @@
 
 mod atomic_write;
 mod error;
-mod line_index;
 mod read;
 mod table;
 mod write;

@@ -1,7 +1,7 @@
 //! The CSV reader: header interpretation and cell parsing, with errors that name file, line and column.
 
 use crate::PredictionsError;
-use crate::line_index::LineIndex;
+use calibra_core::LineIndex;
 use crate::table::{Predictions, ScoreKind, Targets};
 use calibra_metrics::input::ROW_SUM_TOLERANCE;
 use std::collections::HashMap;

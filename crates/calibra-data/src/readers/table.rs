@@ -26,7 +26,9 @@ impl Table {
         } else {
             Box::new(std::io::BufReader::new(file))
         };
-        let mut csv = csv::ReaderBuilder::new().flexible(false).from_reader(reader);
+        // Physical line numbers: the csv crate's own count skips blank lines.
+        let lines = calibra_core::LineIndex::default();
+        let mut csv = csv::ReaderBuilder::new().flexible(false).from_reader(lines.reader(reader));
         let headers: Vec<String> = csv
             .headers()
             .map_err(|e| DataError::file(path, format!("cannot read the CSV header: {e}")))?
@@ -36,10 +38,10 @@ impl Table {
         let mut rows = Vec::new();
         for record in csv.records() {
             let record = record.map_err(|e| {
-                let line = e.position().map_or(0, |p| p.line());
+                let line = e.position().map_or(0, |p| lines.line_of(p.byte()));
                 DataError::row(path, line, format!("malformed CSV record: {e}"))
             })?;
-            let line = record.position().map_or(0, |p| p.line());
+            let line = record.position().map_or(0, |p| lines.line_of(p.byte()));
             rows.push((line, record));
         }
         Ok(Table { path: path.to_path_buf(), headers, rows })
@@ -184,6 +186,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Table::read(dir.path()).err().unwrap().to_string();
         assert!(e.contains("is a directory; expected a CSV file"), "{e}");
+    }
+
+    /// Issue 20: rows after a blank line were given the csv crate's line count, which skips blank
+    /// lines, so errors named the wrong line of a manifest.
+    #[test]
+    fn rows_carry_their_physical_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        std::fs::write(&path, "image,label\na.png,0\n\nb.png,1\r\n\r\nc.png,0\n").unwrap();
+        let t = Table::read(&path).unwrap();
+        let lines: Vec<u64> = t.rows.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [2, 4, 6]);
+        std::fs::write(&path, "image,label\na.png,0\n\nb.png,1,extra\n").unwrap();
+        let e = Table::read(&path).err().unwrap().to_string();
+        assert!(e.contains("line 4"), "{e}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 /// The byte offsets of the newlines read so far, shared between the reader and its user.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LineIndex {
+pub struct LineIndex {
     breaks: Rc<RefCell<Breaks>>,
 }
 
@@ -23,13 +23,13 @@ struct Breaks {
 
 impl LineIndex {
     /// Wrap `inner`: every byte read through the result is indexed here.
-    pub(crate) fn reader<R: Read>(&self, inner: R) -> IndexedReader<R> {
+    pub fn reader<R: Read>(&self, inner: R) -> IndexedReader<R> {
         IndexedReader { inner, offset: 0, breaks: self.breaks.clone() }
     }
 
     /// The 1-based physical line of the first byte at or after `offset` that is not part of a blank
     /// line's terminator (`\n` or `\r\n`); the bytes must have been read through the reader.
-    pub(crate) fn line_of(&self, offset: u64) -> u64 {
+    pub fn line_of(&self, offset: u64) -> u64 {
         let b = self.breaks.borrow();
         let has = |list: &[u64], at: u64| list.binary_search(&at).is_ok();
         let mut at = offset;
@@ -47,7 +47,7 @@ impl LineIndex {
 }
 
 /// A reader that records the offset of every newline it passes on.
-pub(crate) struct IndexedReader<R> {
+pub struct IndexedReader<R> {
     inner: R,
     offset: u64,
     breaks: Rc<RefCell<Breaks>>,
