@@ -1,8 +1,8 @@
 //! The CSV reader: header interpretation and cell parsing, with errors that name file, line and column.
 
 use crate::PredictionsError;
-use calibra_core::LineIndex;
 use crate::table::{Predictions, ScoreKind, Targets};
+use calibra_core::LineIndex;
 use calibra_metrics::input::ROW_SUM_TOLERANCE;
 use std::collections::HashMap;
 use std::fs::File;
