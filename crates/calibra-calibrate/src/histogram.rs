@@ -16,7 +16,7 @@
 use crate::CalibrateError;
 use crate::calibrator::{Calibrator, FitReport, FittedCalibrator, FittedParams, Method};
 use crate::input::{check_min_samples, class_labels, missing_class_warnings};
-use crate::isotonic::{clipped_nll, combine_one_vs_rest, one_vs_rest_columns};
+use crate::isotonic::{apply_one_vs_rest, clipped_nll, one_vs_rest_columns};
 use calibra_metrics::{Binning, bin_index};
 use calibra_predictions::Predictions;
 use serde::{Deserialize, Serialize};
@@ -65,16 +65,7 @@ fn predict_bin(map: &[f64], s: f64) -> f64 {
 impl HistogramParams {
     /// Calibrated probabilities of `predictions` (row-major).
     pub fn apply(&self, predictions: &Predictions) -> Vec<f64> {
-        let k = predictions.num_classes();
-        let probs = predictions.probabilities();
-        let columns = one_vs_rest_columns(k);
-        let mut calibrated = vec![0.0; predictions.len() * columns.len()];
-        for (row, out) in probs.chunks_exact(k).zip(calibrated.chunks_exact_mut(columns.len())) {
-            for ((o, &c), map) in out.iter_mut().zip(&columns).zip(&self.per_class) {
-                *o = predict_bin(map, row[c]);
-            }
-        }
-        combine_one_vs_rest(calibrated, k)
+        apply_one_vs_rest(predictions, &self.per_class, |map, p| predict_bin(map, p))
     }
 
     pub(crate) fn validate(&self, k: usize) -> Result<(), String> {

@@ -194,6 +194,26 @@ pub fn combine_one_vs_rest(calibrated: Vec<f64>, k: usize) -> Vec<f64> {
     out
 }
 
+/// One-vs-rest calibration of `predictions`' probabilities: `map(&per_class[j], p)` calibrates the
+/// probability `p` of the `j`-th column of [`one_vs_rest_columns`], and the columns are combined with
+/// [`combine_one_vs_rest`]. Shared by the isotonic and histogram-binning calibrators.
+pub(crate) fn apply_one_vs_rest<M>(
+    predictions: &Predictions,
+    per_class: &[M],
+    map: impl Fn(&M, f64) -> f64,
+) -> Vec<f64> {
+    let k = predictions.num_classes();
+    let probs = predictions.probabilities();
+    let columns = one_vs_rest_columns(k);
+    let mut calibrated = vec![0.0; predictions.len() * columns.len()];
+    for (row, out) in probs.chunks_exact(k).zip(calibrated.chunks_exact_mut(columns.len())) {
+        for ((o, &c), m) in out.iter_mut().zip(&columns).zip(per_class) {
+            *o = map(m, row[c]);
+        }
+    }
+    combine_one_vs_rest(calibrated, k)
+}
+
 /// The columns calibrated one-vs-rest: class 1 only for K = 2, every class otherwise.
 pub fn one_vs_rest_columns(k: usize) -> Vec<usize> {
     if k == 2 { vec![1] } else { (0..k).collect() }
@@ -202,16 +222,7 @@ pub fn one_vs_rest_columns(k: usize) -> Vec<usize> {
 impl IsotonicParams {
     /// Calibrated probabilities of `predictions` (row-major).
     pub fn apply(&self, predictions: &Predictions) -> Vec<f64> {
-        let k = predictions.num_classes();
-        let probs = predictions.probabilities();
-        let columns = one_vs_rest_columns(k);
-        let mut calibrated = vec![0.0; predictions.len() * columns.len()];
-        for (row, out) in probs.chunks_exact(k).zip(calibrated.chunks_exact_mut(columns.len())) {
-            for ((o, &c), f) in out.iter_mut().zip(&columns).zip(&self.per_class) {
-                *o = f.predict(row[c]);
-            }
-        }
-        combine_one_vs_rest(calibrated, k)
+        apply_one_vs_rest(predictions, &self.per_class, IsotonicFunction::predict)
     }
 
     pub(crate) fn validate(&self, k: usize) -> Result<(), String> {
