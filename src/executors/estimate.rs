@@ -33,7 +33,7 @@ pub(super) fn execute(
     let dataset = executor.dataset(&c.dataset.spec)?;
     let set = feature_pass(executor, fit, Split::Train, &Condition::Clean, layer, ctx)?;
     let estimators: Vec<Estimator> =
-        estimators.iter().map(|name| Estimator::parse_list(name)).collect::<Result<Vec<_>, _>>()?.concat();
+        estimators.iter().map(|name| Estimator::parse(name)).collect::<Result<_, _>>()?;
     let (features, targets) = inputs(&set, dataset.labels.kind, dataset.labels.len())?;
     let started = std::time::Instant::now();
     let report = calibra_transfer::score(&features, &targets, &estimators, &ScoreOptions::default())
