@@ -79,9 +79,8 @@ fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
         "dim": outcome.dim, "scale": outcome.scale, "text_features": outcome.text_features,
         "losses": outcome.losses,
     });
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&json)?).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
+    calibra_core::write_bytes_atomically(path, &serde_json::to_vec(&json)?)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }
 

@@ -100,9 +100,7 @@ fn write_entry(path: &Path, t: &Tensor3) -> Result<(), DataError> {
     for v in &t.data {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &bytes).map_err(|e| DataError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| DataError::io(path, e))
+    calibra_core::write_bytes_atomically(path, &bytes).map_err(|e| DataError::io(path, e))
 }
 
 #[cfg(test)]

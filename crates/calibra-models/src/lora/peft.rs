@@ -17,8 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use safetensors::SafeTensors;
 
@@ -193,20 +192,15 @@ impl PeftAdapter {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LoraError> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp: PathBuf = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let io = |source| LoraError::Io { path: path.to_path_buf(), source };
-    let mut file = fs::File::create(&tmp).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(io)
+    calibra_core::write_bytes_atomically(path, bytes)
+        .map_err(|source| LoraError::Io { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lora::TargetModules;
+    use std::path::PathBuf;
 
     fn tensor(shape: &[usize], seed: f32) -> AdapterTensor {
         let n: usize = shape.iter().product();
