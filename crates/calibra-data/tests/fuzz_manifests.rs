@@ -1,42 +1,16 @@
 //! Fuzzing without nightly (issue 20): the CSV manifest readers (generic `csv:`, `aptos2019:`,
 //! `isic2019:` ground truth and metadata) on arbitrary bytes and on mutated valid manifests load a
 //! dataset or return an error, never panic or hang. Images referenced by a manifest exist
-//! (`ok.png`) or not (the skip policy records them). CI-sized case counts: each case writes a file.
+//! (`ok.png`) or not (the skip policy records them). CI-sized case counts: each case writes a file
+//! (`PROPTEST_CASES=N` or `CALIBRA_FUZZ_SCALE=K` runs more; see calibra-testkit).
 
 use calibra_data::{BadImagePolicy, DatasetSpec, LoadOptions, load_dataset};
+use calibra_testkit::{apply_edits, byte_edit, fuzz_config};
 use proptest::prelude::*;
 use std::path::Path;
 
-#[derive(Debug, Clone)]
-enum Edit {
-    Set(usize, u8),
-    Insert(usize, u8),
-    Delete(usize),
-}
-
-fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        let len = bytes.len().max(1);
-        match *e {
-            Edit::Set(i, b) if !bytes.is_empty() => bytes[i % len] = b,
-            Edit::Insert(i, b) => bytes.insert(i % (bytes.len() + 1), b),
-            Edit::Delete(i) if !bytes.is_empty() => {
-                bytes.remove(i % len);
-            }
-            _ => {}
-        }
-    }
-    bytes
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let byte = prop_oneof![any::<u8>(), prop::sample::select(b",\n\r\"-.0123456789 _/\xef\xbb\xbf".to_vec())];
-    prop_oneof![
-        (any::<usize>(), byte.clone()).prop_map(|(i, b)| Edit::Set(i, b)),
-        (any::<usize>(), byte).prop_map(|(i, b)| Edit::Insert(i, b)),
-        any::<usize>().prop_map(Edit::Delete),
-    ]
-}
+/// Bytes that matter to this format, drawn more often than chance would.
+const INTERESTING: &[u8] = b",\n\r\"-.0123456789 _/\xef\xbb\xbf";
 
 /// (spec format, manifest file name inside the root, a valid manifest).
 const FORMATS: &[(&str, &str, &str)] = &[
@@ -67,7 +41,7 @@ fn load(root: &Path, format: &str, manifest: &str, bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(fuzz_config(128))]
 
     #[test]
     fn arbitrary_bytes_never_panic(which in 0..FORMATS.len(), bytes in prop::collection::vec(any::<u8>(), 0..300)) {
@@ -77,10 +51,10 @@ proptest! {
     }
 
     #[test]
-    fn mutated_manifests_never_panic(which in 0..FORMATS.len(), edits in prop::collection::vec(edit(), 1..8)) {
+    fn mutated_manifests_never_panic(which in 0..FORMATS.len(), edits in prop::collection::vec(byte_edit(INTERESTING), 1..8)) {
         let dir = tempfile::tempdir().unwrap();
         let (format, manifest, valid) = FORMATS[which];
-        load(dir.path(), format, manifest, &apply(valid.as_bytes().to_vec(), &edits));
+        load(dir.path(), format, manifest, &apply_edits(valid.as_bytes().to_vec(), &edits));
     }
 }
 

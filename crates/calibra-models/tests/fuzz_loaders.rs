@@ -3,7 +3,8 @@
 //! (`adapter_config.json` + `adapter_model.safetensors`). No input may panic, abort or hang: each
 //! case either loads or returns an error (and a model that loads runs a forward pass without
 //! panicking). The seed corpus is the committed fixtures; the case counts are CI-sized (a few
-//! seconds each in a debug build). `PROPTEST_CASES=N` runs more.
+//! seconds each in a debug build). `PROPTEST_CASES=N`, or `CALIBRA_FUZZ_SCALE=K` (K × the default; the
+//! fuzz step of `.ci/run`), runs more.
 
 use std::path::{Path, PathBuf};
 
@@ -145,13 +146,8 @@ fn set_path(json: &mut Value, path: &str, value: Value) {
     at[parts[parts.len() - 1]] = value;
 }
 
-/// 48 cases a target (CI), or `PROPTEST_CASES`.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..calibra_testkit::fuzz_config(48) })]
 
     /// Arbitrary bytes as `model.safetensors` under a valid config: an error, never a panic.
     #[test]

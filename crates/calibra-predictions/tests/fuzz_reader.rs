@@ -1,8 +1,9 @@
 //! Fuzzing without nightly (issue 20): the predictions reader on arbitrary bytes and on mutated valid
 //! files must return `Ok` or an error naming the file, never panic or hang. Case counts are CI-sized (a
-//! few seconds in a debug build); set `PROPTEST_CASES` for a longer local run.
+//! few seconds in a debug build); set `PROPTEST_CASES=N` or `CALIBRA_FUZZ_SCALE=K` for a longer run.
 
 use calibra_predictions::read_predictions_from;
+use calibra_testkit::{apply_edits, byte_edit, fuzz_config};
 use proptest::prelude::*;
 
 /// Valid inputs the mutations start from: multiclass probabilities, logits, multilabel with a blank,
@@ -15,41 +16,11 @@ const SEEDS: &[&str] = &[
 ];
 
 /// One edit of a byte string: overwrite, insert or delete at a position (taken modulo the length).
-#[derive(Debug, Clone)]
-enum Edit {
-    Set(usize, u8),
-    Insert(usize, u8),
-    Delete(usize),
-}
-
-fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        let len = bytes.len().max(1);
-        match *e {
-            Edit::Set(i, b) if !bytes.is_empty() => bytes[i % len] = b,
-            Edit::Insert(i, b) => bytes.insert(i % (bytes.len() + 1), b),
-            Edit::Delete(i) if !bytes.is_empty() => {
-                bytes.remove(i % len);
-            }
-            _ => {}
-        }
-    }
-    bytes
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    // Bytes that matter to a CSV reader are drawn more often than chance would.
-    let byte =
-        prop_oneof![any::<u8>(), prop::sample::select(b",\n\r\"-.eE0123456789 \xef\xbb\xbfNnaIif".to_vec())];
-    prop_oneof![
-        (any::<usize>(), byte.clone()).prop_map(|(i, b)| Edit::Set(i, b)),
-        (any::<usize>(), byte).prop_map(|(i, b)| Edit::Insert(i, b)),
-        any::<usize>().prop_map(Edit::Delete),
-    ]
-}
+/// Bytes that matter to this format, drawn more often than chance would.
+const INTERESTING: &[u8] = b",\n\r\"-.eE0123456789 \xef\xbb\xbfNnaIif";
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(fuzz_config(512))]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
@@ -61,9 +32,9 @@ proptest! {
     #[test]
     fn mutated_valid_files_never_panic(
         seed in 0..SEEDS.len(),
-        edits in prop::collection::vec(edit(), 1..8),
+        edits in prop::collection::vec(byte_edit(INTERESTING), 1..8),
     ) {
-        let bytes = apply(SEEDS[seed].as_bytes().to_vec(), &edits);
+        let bytes = apply_edits(SEEDS[seed].as_bytes().to_vec(), &edits);
         match read_predictions_from(bytes.as_slice(), "fuzz.csv") {
             // Whatever is accepted holds finite scores only.
             Ok(p) => prop_assert!(p.probabilities().iter().all(|v| v.is_finite())),

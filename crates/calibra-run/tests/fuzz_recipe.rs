@@ -1,6 +1,7 @@
 //! Fuzzing without nightly (issue 20): the recipe parser and validator on arbitrary text and on
 //! mutated valid recipes returns a recipe or an error naming the file, never a panic or a hang; a
-//! recipe it accepts expands into a grid. CI-sized case counts.
+//! recipe it accepts expands into a grid. CI-sized case counts
+//! (`PROPTEST_CASES=N` or `CALIBRA_FUZZ_SCALE=K` runs more; see calibra-testkit).
 
 mod support;
 
@@ -57,7 +58,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(calibra_testkit::fuzz_config(256))]
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
