@@ -167,6 +167,7 @@ fn feature_safetensors_carry_their_labels_and_multilabel_npy_works() {
         layers: vec![(0.5, x32.iter().map(|v| v * 2.0).collect()), (1.0, x32.clone())],
         dim: d,
         fingerprint: "test".into(),
+        splits: None,
     };
     let sp = dir.path().join("feat.safetensors");
     set.write(&sp, &[]).unwrap();
@@ -222,4 +223,61 @@ fn feature_safetensors_carry_their_labels_and_multilabel_npy_works() {
     )
     .unwrap();
     assert_eq!(got["scores"]["hscore"].as_f64().unwrap(), want.scores["hscore"].unwrap());
+}
+
+#[test]
+fn features_of_every_split_score_one_split_as_that_splits_own_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = common::tiny_vit_checkpoint(dir.path());
+    let features = |split: &str, out: &Path| {
+        let o = calibra(&[
+            "features",
+            "--encoder",
+            ck.to_str().unwrap(),
+            "--data",
+            "synth:derm?n=60&size=32",
+            "--split",
+            split,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "features --split {split}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let all = dir.path().join("all.safetensors");
+    let said = features("all", &all);
+    assert!(said.contains("60 samples (") && said.contains(" train, ") && said.contains(" test)"), "{said}");
+    let set = FeatureSet::read(&all).unwrap();
+    assert_eq!(set.splits.as_ref().map(Vec::len), Some(60));
+
+    let train = dir.path().join("train.safetensors");
+    features("train", &train);
+    let score_of = |path: &Path, split: Option<&str>| {
+        let mut args =
+            vec!["transfer", "score", "--features", path.to_str().unwrap(), "--estimators", "logme,hscore"];
+        if let Some(s) = split {
+            args.extend(["--split", s]);
+        }
+        args.extend(["--format", "json"]);
+        run_json(&args)
+    };
+    let from_all = score_of(&all, Some("train"));
+    let own = score_of(&train, None);
+    assert_eq!(from_all["n"], own["n"]);
+    for e in ["logme", "hscore"] {
+        let (a, b) = (from_all["scores"][e].as_f64().unwrap(), own["scores"][e].as_f64().unwrap());
+        assert!(
+            (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+            "{e}: {a} from the all-split file, {b} from its own"
+        );
+    }
+
+    // --split on a one-split file, or with a separate labels file, is refused with the reason.
+    let one = calibra(&["transfer", "score", "--features", train.to_str().unwrap(), "--split", "test"]);
+    let err = String::from_utf8_lossy(&one.stderr);
+    assert!(!one.status.success() && err.contains("records no split per row"), "{err}");
+    let bad =
+        calibra(&["features", "--encoder", ck.to_str().unwrap(), "--data", "synth:derm", "--split", "dev"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains("`dev`") && err.contains("all"), "{err}");
 }

@@ -1,4 +1,5 @@
-//! `calibra features`: one frozen-encoder pass over a dataset split, cached in a safetensors file.
+//! `calibra features`: one frozen-encoder pass over a dataset split (or over every split, each row's
+//! split recorded), cached in a safetensors file.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -6,7 +7,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use calibra_data::{Split, SplitConfig};
 use calibra_models::parse_device;
-use calibra_train::features::{FeatureCondition, FeatureRequest, FeatureSource, PreparedPass};
+use calibra_train::features::{
+    FeatureCondition, FeatureRequest, FeatureSource, PreparedPass, SplitSelection,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, clap::Args)]
@@ -18,7 +21,8 @@ pub struct FeaturesArgs {
     /// Dataset spec, e.g. `synth:derm`, `isic2019:/data/isic`, `csv:/data/labels.csv?root=/data`.
     #[arg(long)]
     pub data: String,
-    /// Which split to embed: train, calibration or test.
+    /// Which split to embed: train, calibration, test, or `all` (one file, train then calibration then
+    /// test rows, with each row's split recorded in the file's `splits` metadata).
     #[arg(long, default_value = "test")]
     pub split: String,
     /// `clean` or `<perturbation>:<severity>` (e.g. `rician-noise:3`).
@@ -42,8 +46,7 @@ pub struct FeaturesArgs {
 }
 
 pub fn run(args: &FeaturesArgs) -> Result<()> {
-    let split = Split::parse(&args.split)
-        .with_context(|| format!("--split `{}`: expected train, calibration or test", args.split))?;
+    let split = SplitSelection::parse(&args.split).context("--split")?;
     let condition = FeatureCondition::parse(&args.condition).context("--condition")?;
     let device = parse_device(&args.device).context("--device")?;
     let request = FeatureRequest {
@@ -78,8 +81,18 @@ pub fn run(args: &FeaturesArgs) -> Result<()> {
             format!("computed in {secs:.1} s ({:.1} images/s)", set.ids.len() as f64 / secs.max(1e-9))
         }
     };
+    let per_split = match &set.splits {
+        Some(splits) => {
+            let counts: Vec<String> = Split::ALL
+                .iter()
+                .map(|s| format!("{} {}", splits.iter().filter(|r| *r == s).count(), s.name()))
+                .collect();
+            format!(" ({})", counts.join(", "))
+        }
+        None => String::new(),
+    };
     println!(
-        "{}: {} samples x {} dims at layers {:?}, {how}",
+        "{}: {} samples{per_split} x {} dims at layers {:?}, {how}",
         args.out.display(),
         set.ids.len(),
         set.dim,

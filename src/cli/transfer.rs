@@ -2,7 +2,8 @@
 //! transferability estimators (calibra-transfer) on one frozen-feature matrix.
 //!
 //! FILE is a safetensors written by `calibra features` (its labels are used when `--labels` is not
-//! given; `--layer` picks the depth, default the deepest) or a `.npy` `[N, D]` of f32 / f64. Labels:
+//! given; `--layer` picks the depth, default the deepest; `--split` keeps one split of a file written
+//! by `calibra features --split all`) or a `.npy` `[N, D]` of f32 / f64. Labels:
 //! a `.npy` `[N]` of integers (classes; `--target ordinal` for grades) or of floats (`--target
 //! continuous`), or `[N, L]` with 1 / 0 / −1 (multilabel, −1 = missing), or a `calibra features`
 //! safetensors. NLEEP's posteriors are its own Gaussian mixture on the PCA-80 % features (as the
@@ -14,7 +15,7 @@ mod npy;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use calibra_data::Target;
+use calibra_data::{Split, Target};
 use calibra_train::features::FeatureSet;
 use calibra_transfer::{Estimator, Features, ScoreOptions, ScoreReport, Targets, score};
 
@@ -57,6 +58,10 @@ pub struct ScoreArgs {
     /// Depth fraction of a multi-layer safetensors (default: the deepest layer stored).
     #[arg(long)]
     pub layer: Option<f64>,
+    /// Score only the rows of this split (train, calibration or test) of a file written by
+    /// `calibra features --split all` (default: every row).
+    #[arg(long)]
+    pub split: Option<String>,
     /// How to read the labels.
     #[arg(long, value_enum, default_value_t = TargetKind::Auto)]
     pub target: TargetKind,
@@ -92,7 +97,23 @@ fn run_score(args: &ScoreArgs) -> Result<()> {
     }
     let file = args.features.display();
     let (features, embedded) = if is_safetensors(&args.features) {
-        let set = FeatureSet::read(&args.features)?;
+        let mut set = FeatureSet::read(&args.features)?;
+        if let Some(name) = &args.split {
+            if args.labels.is_some() {
+                bail!("--split selects rows with the features file's own labels; drop --labels");
+            }
+            let split = Split::parse(name)
+                .with_context(|| format!("--split `{name}`: expected train, calibration or test"))?;
+            set = set.only(split).with_context(|| {
+                format!(
+                    "{file}: --split {name}: this file holds one split and records no split per row \
+                     (write it with `calibra features --split all`)"
+                )
+            })?;
+            if set.ids.is_empty() {
+                bail!("{file}: --split {name}: no row of this file is in the {} split", split.name());
+            }
+        }
         let (_, rows) = match args.layer {
             Some(f) => set
                 .layers
@@ -114,6 +135,9 @@ fn run_score(args: &ScoreArgs) -> Result<()> {
         let f = Features::from_f32(&rows, n, set.dim).with_context(|| file.to_string())?;
         (f, Some(targets_from_set(&set.targets, args.target)?))
     } else {
+        if args.split.is_some() {
+            bail!("{file}: --split needs a `calibra features` .safetensors file (a .npy has no splits)");
+        }
         let a = read_npy(&args.features)?;
         if a.shape.len() != 2 {
             bail!("{file}: features must be [N, D], found shape {:?}", a.shape);

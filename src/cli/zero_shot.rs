@@ -265,7 +265,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
     let pass = PreparedPass::new(FeatureRequest {
         encoder: args.encoder.clone(),
         data: args.data.clone(),
-        split,
+        split: split.into(),
         split_config: SplitConfig { seed: args.split_seed, ..SplitConfig::default() },
         condition,
         layers: vec![1.0],

@@ -135,6 +135,7 @@ mod tests {
             layers: vec![(1.0, vec![0.0, 1.0, 2.0, 3.0])],
             dim: 2,
             fingerprint: String::new(),
+            splits: None,
         };
         let (f, t) = inputs(&set, TaskKind::Ordinal, 2).unwrap();
         assert_eq!((f.n(), f.d()), (2, 2));

@@ -83,7 +83,7 @@ pub(super) fn feature_pass(
     let prepared = PreparedPass::new(FeatureRequest {
         encoder: c.encoder.spec.clone(),
         data,
-        split,
+        split: split.into(),
         split_config: c.split.config(),
         condition: feature_condition,
         layers: vec![layer],

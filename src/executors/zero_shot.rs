@@ -122,6 +122,7 @@ fn cached_image_features(
         layers: vec![(1.0, features)],
         dim,
         fingerprint,
+        splits: None,
     };
     set.write(
         out,
@@ -182,7 +183,7 @@ pub(super) fn execute(
             let request = FeatureRequest {
                 encoder: c.encoder.spec.clone(),
                 data,
-                split,
+                split: split.into(),
                 split_config,
                 condition: feature_condition(condition)?,
                 layers: vec![1.0],

@@ -14,12 +14,13 @@
 //!           ids                JSON list of sample ids, in row order
 //!           classes            JSON list of class / label names
 //!           task               "single" | "multilabel"
+//!           splits             JSON list of each row's split (train / calibration / test); only in
+//!                              a file of every split (`split` = "all", see [`SplitSelection`])
 //!           encoder, data, split, condition, layers   what was asked, for people
 //! ```
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -32,6 +33,9 @@ use calibra_models::hf::floats::F32View;
 use calibra_models::hf::resolve_checkpoint;
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
+
+mod split_selection;
+pub use split_selection::SplitSelection;
 
 /// Version of the file layout; part of the fingerprint.
 pub const FORMAT_VERSION: &str = "1";
@@ -104,7 +108,8 @@ pub struct FeatureRequest {
     pub encoder: String,
     /// A calibra-data spec (`FORMAT:LOCATION?k=v`).
     pub data: String,
-    pub split: Split,
+    /// One split, or all of them in one file (each row's split recorded).
+    pub split: SplitSelection,
     pub split_config: SplitConfig,
     pub condition: FeatureCondition,
     /// Depth fractions in (0, 1]: 1.0 = the final representation.
@@ -122,6 +127,9 @@ pub struct FeatureSet {
     pub layers: Vec<(f64, Vec<f32>)>,
     pub dim: usize,
     pub fingerprint: String,
+    /// Each row's split, for a pass over every split ([`SplitSelection::All`]); `None` for a pass
+    /// over one split.
+    pub splits: Option<Vec<Split>>,
 }
 
 /// Where a pass's result came from.
@@ -137,6 +145,8 @@ pub struct PreparedPass {
     pub request: FeatureRequest,
     pub dataset: Dataset,
     pub indices: Vec<usize>,
+    /// The split of each of `indices`.
+    pub row_splits: Vec<Split>,
     pub checkpoint: PathBuf,
     pub preprocess: PreprocessConfig,
     pub fingerprint: String,
@@ -156,14 +166,15 @@ impl PreparedPass {
         let preprocess = preprocess_for(&checkpoint)?;
         let spec = DatasetSpec::parse(&request.data)?;
         let dataset = load_dataset(&spec, &LoadOptions::default())?;
-        let split = split_dataset(&dataset, &request.split_config)?;
-        let indices = split.get(request.split).to_vec();
+        let assignment = split_dataset(&dataset, &request.split_config)?;
+        let (indices, row_splits): (Vec<usize>, Vec<Split>) =
+            request.split.rows(&assignment).into_iter().unzip();
         if indices.is_empty() {
-            return Err(FeatureError::Invalid(format!(
-                "dataset `{}`: the {} split is empty",
-                request.data,
-                request.split.name()
-            )));
+            let what = match request.split {
+                SplitSelection::One(split) => format!("the {} split is empty", split.name()),
+                SplitSelection::All => "it has no samples".to_string(),
+            };
+            return Err(FeatureError::Invalid(format!("dataset `{}`: {what}", request.data)));
         }
         let mut h = Sha256::new();
         let mut part = |bytes: &[u8]| {
@@ -191,7 +202,7 @@ impl PreparedPass {
         }
         part(format!("{:?}", request.layers).as_bytes());
         let fingerprint = hex(&h.finalize());
-        Ok(PreparedPass { request, dataset, indices, checkpoint, preprocess, fingerprint })
+        Ok(PreparedPass { request, dataset, indices, row_splits, checkpoint, preprocess, fingerprint })
     }
 
     /// Run the encoder over the split in batches, calling `progress(done, total)` after each batch.
@@ -227,6 +238,7 @@ impl PreparedPass {
             layers,
             dim,
             fingerprint: self.fingerprint.clone(),
+            splits: (self.request.split == SplitSelection::All).then(|| self.row_splits.clone()),
         })
     }
 
@@ -392,6 +404,31 @@ impl FeatureSet {
         self.layers.iter().find(|(g, _)| *g == f).map(|(_, v)| v.as_slice())
     }
 
+    /// The rows of one split of a file of every split (`calibra features --split all`); `None` when
+    /// this set holds one split only (it records no per-row split).
+    pub fn only(&self, split: Split) -> Option<FeatureSet> {
+        let splits = self.splits.as_ref()?;
+        let keep: Vec<usize> = (0..self.ids.len()).filter(|&i| splits[i] == split).collect();
+        let layers = self
+            .layers
+            .iter()
+            .map(|(f, rows)| {
+                let picked =
+                    keep.iter().flat_map(|&i| rows[i * self.dim..(i + 1) * self.dim].iter().copied());
+                (*f, picked.collect())
+            })
+            .collect();
+        Some(FeatureSet {
+            ids: keep.iter().map(|&i| self.ids[i].clone()).collect(),
+            classes: self.classes.clone(),
+            targets: keep.iter().map(|&i| self.targets[i].clone()).collect(),
+            layers,
+            dim: self.dim,
+            fingerprint: self.fingerprint.clone(),
+            splits: None,
+        })
+    }
+
     /// Write to `path` atomically (temporary file in the same directory, synced, renamed).
     pub fn write(&self, path: &Path, describe: &[(&str, String)]) -> Result<(), FeatureError> {
         let n = self.ids.len();
@@ -434,6 +471,10 @@ impl FeatureSet {
         meta.insert("ids".into(), serde_json::to_string(&self.ids).expect("strings serialise"));
         meta.insert("classes".into(), serde_json::to_string(&self.classes).expect("strings serialise"));
         meta.insert("task".into(), if self.is_multilabel() { "multilabel" } else { "single" }.into());
+        if let Some(splits) = &self.splits {
+            let names: Vec<&str> = splits.iter().map(|s| s.name()).collect();
+            meta.insert("splits".into(), serde_json::to_string(&names).expect("strings serialise"));
+        }
         meta.insert(
             "layers".into(),
             serde_json::to_string(&self.layers.iter().map(|l| l.0).collect::<Vec<_>>()).expect("floats"),
@@ -446,13 +487,7 @@ impl FeatureSet {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("features");
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
-        file.write_all(&bytes).map_err(io_err(&tmp))?;
-        file.sync_all().map_err(io_err(&tmp))?;
-        drop(file);
-        fs::rename(&tmp, path).map_err(io_err(path))
+        calibra_core::write_bytes_atomically(path, &bytes).map_err(io_err(path))
     }
 
     /// Read a file written by [`write`](Self::write), checking its layout.
@@ -492,6 +527,25 @@ impl FeatureSet {
             dim = shape[1];
             layers.push((f, v));
         }
+        let splits = match meta.get("splits") {
+            None => None,
+            Some(text) => {
+                let names: Vec<String> =
+                    serde_json::from_str(text).map_err(|e| bad(format!("splits: {e}")))?;
+                if names.len() != n {
+                    return Err(bad(format!("metadata `splits` lists {} rows, `ids` {n}", names.len())));
+                }
+                let parsed = names
+                    .iter()
+                    .map(|name| {
+                        Split::parse(name).ok_or_else(|| {
+                            bad(format!("metadata `splits`: `{name}` is not train, calibration or test"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(parsed)
+            }
+        };
         let (shape, labels) = read_f32("labels")?;
         let targets = if multilabel {
             if shape.len() != 2 || shape[0] != n {
@@ -511,6 +565,6 @@ impl FeatureSet {
             }
             labels.iter().map(|&c| Target::Class(c as usize)).collect()
         };
-        Ok(FeatureSet { ids, classes, targets, layers, dim, fingerprint: get("fingerprint")? })
+        Ok(FeatureSet { ids, classes, targets, layers, dim, fingerprint: get("fingerprint")?, splits })
     }
 }

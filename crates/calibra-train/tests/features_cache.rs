@@ -9,7 +9,9 @@ use calibra_data::{
     DatasetSpec, LoadOptions, PreprocessConfig, Split, SplitConfig, load_dataset, split_dataset,
 };
 use calibra_models::Encoder;
-use calibra_train::features::{FeatureCondition, FeatureRequest, FeatureSet, FeatureSource, PreparedPass};
+use calibra_train::features::{
+    FeatureCondition, FeatureRequest, FeatureSet, FeatureSource, PreparedPass, SplitSelection,
+};
 
 const DATA: &str = "synth:derm?n=40&size=32";
 
@@ -35,7 +37,7 @@ fn request(ck: &Path, condition: &str) -> FeatureRequest {
     FeatureRequest {
         encoder: ck.display().to_string(),
         data: DATA.into(),
-        split: Split::Test,
+        split: Split::Test.into(),
         split_config: SplitConfig::default(),
         condition: FeatureCondition::parse(condition).unwrap(),
         layers: vec![0.5, 1.0],
@@ -101,4 +103,56 @@ fn bad_requests_name_what_is_wrong() {
     let mut r = request(&checkpoint(tmp.path()), "clean");
     r.layers = vec![1.5];
     assert!(PreparedPass::new(r).err().unwrap().to_string().contains("not in (0, 1]"));
+}
+
+#[test]
+fn a_pass_over_every_split_records_each_rows_split_and_holds_each_single_split_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = checkpoint(tmp.path());
+    let device = Device::flex();
+    let mut all = request(&ck, "clean");
+    all.split = SplitSelection::All;
+    let pass = PreparedPass::new(all).unwrap();
+    let out = tmp.path().join("all.safetensors");
+    let (set, _) = pass.cached(&out, &device, &mut |_, _| {}).unwrap();
+
+    let dataset = load_dataset(&DatasetSpec::parse(DATA).unwrap(), &LoadOptions::default()).unwrap();
+    let assignment = split_dataset(&dataset, &SplitConfig::default()).unwrap();
+    let splits = set.splits.clone().expect("a pass over every split records the split per row");
+    assert_eq!(set.ids.len(), dataset.samples.len());
+    let mut expected_ids = Vec::new();
+    let mut expected_splits = Vec::new();
+    for s in Split::ALL {
+        for &i in assignment.get(s) {
+            expected_ids.push(dataset.samples[i].id.clone());
+            expected_splits.push(s);
+        }
+    }
+    assert_eq!(set.ids, expected_ids);
+    assert_eq!(splits, expected_splits);
+    assert_eq!(FeatureSet::read(&out).unwrap(), set, "the per-row splits round-trip through the file");
+
+    // Each split's rows equal that split's own pass (same encoder, same pixels, same batches of rows
+    // up to batch boundaries: compare within float tolerance).
+    for s in Split::ALL {
+        let mut one = request(&ck, "clean");
+        one.split = s.into();
+        let single = PreparedPass::new(one).unwrap().compute(&device, &mut |_, _| {}).unwrap();
+        assert!(single.splits.is_none(), "a one-split pass records no per-row split");
+        let picked = set.only(s).unwrap();
+        assert_eq!(picked.ids, single.ids, "{}", s.name());
+        assert_eq!(picked.targets, single.targets, "{}", s.name());
+        for f in [0.5, 1.0] {
+            let worst = picked
+                .layer(f)
+                .unwrap()
+                .iter()
+                .zip(single.layer(f).unwrap())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-5, "{} at depth {f}: max |diff| {worst}", s.name());
+        }
+        assert!(single.only(s).is_none(), "a one-split set cannot be cut by split");
+    }
+    assert_ne!(PreparedPass::new(request(&ck, "clean")).unwrap().fingerprint, pass.fingerprint);
 }
