@@ -3,36 +3,10 @@
 //! merge, and the report regenerated from a store alone.
 mod common;
 
-use common::calibra;
+use common::{PRIOR_RECIPE, calibra};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A grid the `prior` executor runs today (no encoder is read): 2 datasets × 5 fractions × 5 seeds
-/// = 50 fits per encoder name, on synthetic data.
-const PRIOR_RECIPE: &str = r#"seeds = [0, 1, 2, 3, 4]
-label_fractions = [0.01, 0.05, 0.1, 0.25, 1.0]
-calibrators = ["none", "temperature"]
-
-[[encoders]]
-name = "none"
-source = "hf:calibra/none"
-
-[[datasets]]
-spec = "synth:derm?n=150"
-
-[[datasets]]
-spec = "synth:chest?n=150"
-shift = [{ name = "chest-b", spec = "synth:chest-site-b?n=150" }]
-
-[perturbations]
-names = ["jpeg", "contrast"]
-severities = [1, 3]
-label_fractions = [1.0]
-
-[regimes.frozen]
-probes = ["prior"]
-"#;
 
 fn repo(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path).display().to_string()

@@ -65,3 +65,48 @@ pub fn tiny_clip_checkpoint(dir: &Path) -> PathBuf {
     .unwrap();
     ck
 }
+
+/// A grid the `prior` executor runs today (no encoder is read): 2 datasets × 5 fractions × 5 seeds
+/// = 50 fits per encoder name, on synthetic data.
+pub const PRIOR_RECIPE: &str = r#"seeds = [0, 1, 2, 3, 4]
+label_fractions = [0.01, 0.05, 0.1, 0.25, 1.0]
+calibrators = ["none", "temperature"]
+
+[[encoders]]
+name = "none"
+source = "hf:calibra/none"
+
+[[datasets]]
+spec = "synth:derm?n=150"
+
+[[datasets]]
+spec = "synth:chest?n=150"
+shift = [{ name = "chest-b", spec = "synth:chest-site-b?n=150" }]
+
+[perturbations]
+names = ["jpeg", "contrast"]
+severities = [1, 3]
+label_fractions = [1.0]
+
+[regimes.frozen]
+probes = ["prior"]
+"#;
+
+/// Every file under `dir` (relative path → bytes), in path order; directories are implied by their files.
+pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
