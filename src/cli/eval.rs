@@ -3,7 +3,9 @@
 //! a Markdown report with SVG figures.
 //!
 //! Output directory layout (`--out DIR`):
-//! - `evaluation.json`: everything (`calibra_crs::Evaluation`);
+//! - `evaluation.json`: everything (`calibra_crs::Evaluation`), as one line of compact JSON (the
+//!   quickstart's was 25 MB pretty-printed; `jq . evaluation.json` indents it); `--format json` prints
+//!   the same document indented on stdout;
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
 //! - `report.md`: a summary page first (leading tier, CRS, AUROC vs CRS, frozen vs each adapted
 //!   method, calibration repair, headline figures), then sections whose long tables show their first
@@ -498,7 +500,7 @@ fn output_files(
     ));
     files.push((
         "calibration_stability.json".to_string(),
-        (serde_json::to_string_pretty(&e.calibration_stability)? + "\n").into_bytes(),
+        (serde_json::to_string(&e.calibration_stability)? + "\n").into_bytes(),
     ));
     files.extend(focus_csv::focus_csv_files(e)?);
     let report = eval_report_with(e, figures, &layout.options);
@@ -523,7 +525,7 @@ fn output_files(
     if let Some(json) = reference_json {
         files.push(("reference.json".to_string(), (json + "\n").into_bytes()));
     }
-    files.push(("evaluation.json".to_string(), (serde_json::to_string_pretty(e)? + "\n").into_bytes()));
+    files.push(("evaluation.json".to_string(), (serde_json::to_string(e)? + "\n").into_bytes()));
     Ok(files)
 }
 
