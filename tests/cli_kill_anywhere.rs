@@ -9,6 +9,7 @@
 mod common;
 
 use common::{PRIOR_RECIPE, calibra, tree_files};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,6 +69,19 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// `got` has exactly `expected`'s files with the same bytes; the failure names the first difference.
+fn same_tree(got: &BTreeMap<String, Vec<u8>>, expected: &BTreeMap<String, Vec<u8>>, what: &str) {
+    let extra: Vec<&String> = got.keys().filter(|k| !expected.contains_key(*k)).collect();
+    let missing: Vec<&String> = expected.keys().filter(|k| !got.contains_key(*k)).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "{what}: extra files {extra:?}, missing files {missing:?}"
+    );
+    for (name, bytes) in expected {
+        assert!(got[name] == *bytes, "{what}: {name} differs");
+    }
+}
+
 fn timed(args: &[&str]) -> Duration {
     let started = Instant::now();
     let out = calibra(args);
@@ -97,16 +111,11 @@ fn run_killed_anywhere_resumes_to_the_same_store_with_no_stray_file() {
         }
         let out = calibra(&["run", &recipe, "--out", &store, "--resume", "--break-lock"]);
         assert!(out.status.success(), "round {round} (killed after {delay:?}): resume: {}", stderr(&out));
-        let got = tree_files(Path::new(&store));
-        let names: Vec<&String> = got.keys().collect();
-        assert_eq!(
-            names,
-            expected.keys().collect::<Vec<_>>(),
-            "round {round} (killed after {delay:?}): files"
+        same_tree(
+            &tree_files(Path::new(&store)),
+            &expected,
+            &format!("round {round} (killed after {delay:?})"),
         );
-        for (name, bytes) in &expected {
-            assert!(got[name] == *bytes, "round {round} (killed after {delay:?}): {name} differs");
-        }
         assert_eq!(names_in(&parent), ["store"], "round {round}: something was left beside the store");
     }
     assert!(killed_mid_run > 0, "no round killed a running process (every kill came after the end)");
@@ -139,15 +148,7 @@ fn report_killed_anywhere_is_rewritten_whole_with_no_stray_directory() {
         }
         let again = calibra(&args);
         assert!(again.status.success(), "round {round} (killed after {delay:?}): {}", stderr(&again));
-        let got = tree_files(&out);
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            expected.keys().collect::<Vec<_>>(),
-            "round {round} (killed after {delay:?}): files"
-        );
-        for (name, bytes) in &expected {
-            assert!(got[name] == *bytes, "round {round} (killed after {delay:?}): {name} differs");
-        }
+        same_tree(&tree_files(&out), &expected, &format!("round {round} (killed after {delay:?})"));
         assert_eq!(names_in(&parent), ["report"], "round {round}: something was left beside the report");
     }
     assert!(killed_mid_run > 0, "no round killed a running process (every kill came after the end)");

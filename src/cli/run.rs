@@ -264,6 +264,13 @@ pub fn execute_recipe(
             recovery.journal_bytes_cut
         );
     }
+    if recovery.temporaries_removed > 0 {
+        eprintln!(
+            "{}: removed {} temporary file(s) an interrupted run left half-written",
+            out.display(),
+            recovery.temporaries_removed
+        );
+    }
     if store.commit_count() > 0 && !options.resume {
         bail!(
             "{}: the run store already holds {} records; pass --resume to continue it (finished fits are \

@@ -10,5 +10,8 @@
 pub mod atomic_file;
 pub mod line_index;
 
-pub use atomic_file::{write_atomically, write_atomically_with, write_bytes_atomically};
+pub use atomic_file::{
+    remove_foreign_temporaries, temporary_owner, write_atomically, write_atomically_with,
+    write_bytes_atomically,
+};
 pub use line_index::{IndexedReader, LineIndex};

@@ -60,7 +60,7 @@ impl<'a> RunContext<'a> {
     /// model it leaves for the user (an adapter, a head). Not created here.
     pub fn fit_dir(&self) -> PathBuf {
         let store = self.features_dir.parent().unwrap_or(Path::new("."));
-        store.join("fits").join(self.fit.key.as_str())
+        store.join(crate::snapshot::FITS_DIR).join(self.fit.key.as_str())
     }
 
     /// The cache directory of a feature pass: `features/<sha256 of encoder source, dataset spec, split

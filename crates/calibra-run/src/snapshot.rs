@@ -41,6 +41,8 @@ pub const FAILURES_FILE: &str = "journal/failures.jsonl";
 pub const RECIPE_COPY: &str = "journal/recipe.toml";
 pub const PREDICTIONS_DIR: &str = "predictions";
 pub const FEATURES_DIR: &str = "features";
+/// Per-fit working files of adapted regimes (checkpoints, adapters, prompts): `fits/<fit key>/`.
+pub const FITS_DIR: &str = "fits";
 
 /// One committed append.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -38,8 +38,8 @@ use crate::grid::{FitSpec, Slot};
 use crate::lock::StoreLock;
 use crate::run_key::FitKey;
 use crate::snapshot::{
-    FAILURES_FILE, FEATURES_DIR, FITS_JOURNAL, JOURNAL_DIR, JournalEntry, PREDICTIONS_DIR, RECIPE_COPY,
-    RUNS_FILE, StoreSnapshot, record_key, slot_of,
+    FAILURES_FILE, FEATURES_DIR, FITS_DIR, FITS_JOURNAL, JOURNAL_DIR, JournalEntry, PREDICTIONS_DIR,
+    RECIPE_COPY, RUNS_FILE, StoreSnapshot, record_key, slot_of,
 };
 
 /// The predictions behind one record, as the executor hands them over.
@@ -67,6 +67,9 @@ pub struct Recovery {
     pub runs_bytes_cut: u64,
     /// Bytes of a torn last journal line, cut.
     pub journal_bytes_cut: u64,
+    /// Temporary files and directories a killed writer left in the store's journal, predictions,
+    /// features and fits directories, removed (the store lock makes every other process's temporary a dead one's).
+    pub temporaries_removed: usize,
 }
 
 /// Faults a test injects into a store's writes ([`RunStore::inject_faults`]): what a full disk or a
@@ -185,6 +188,9 @@ impl RunStore {
         sync_dir(dir);
         sync_dir(&dir.join(JOURNAL_DIR));
         let mut recovery = Recovery::default();
+        for sub in [JOURNAL_DIR, PREDICTIONS_DIR, FEATURES_DIR, FITS_DIR] {
+            recovery.temporaries_removed += calibra_core::remove_foreign_temporaries(&dir.join(sub)).len();
+        }
         if snapshot.journal_len > snapshot.journal_complete_len {
             truncate(&journal, &journal_path, snapshot.journal_complete_len)?;
             recovery.journal_bytes_cut = snapshot.journal_len - snapshot.journal_complete_len;
