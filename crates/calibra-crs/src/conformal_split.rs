@@ -74,6 +74,88 @@ mod tests {
         assert_ne!(ConformalHalves::split(&a, split_seed(1, 3)), h);
     }
 
+    /// ln C(n, i) p^i (1 − p)^(n − i) summed for i < c: P(Binomial(n, p) < c).
+    fn lower_tail(n: usize, p: f64, c: usize) -> f64 {
+        let ln_fact: Vec<f64> = (0..=n)
+            .scan(0.0, |acc, i| {
+                if i > 0 {
+                    *acc += (i as f64).ln();
+                }
+                Some(*acc)
+            })
+            .collect();
+        (0..c)
+            .map(|i| {
+                (ln_fact[n] - ln_fact[i] - ln_fact[n - i]
+                    + i as f64 * p.ln()
+                    + (n - i) as f64 * (1.0 - p).ln())
+                .exp()
+            })
+            .sum()
+    }
+
+    /// The evaluator's split keeps split conformal valid: over `S` seeds, each a fresh exchangeable test
+    /// set split into halves, ONE evaluation-half row per seed is covered by the calibration half's LAC
+    /// set with probability ≥ 1 − α, so the count is Binomial(S, p ≥ 1 − α). The test fails below the
+    /// critical value `c` with `P(Binomial(S, 1 − α) < c) ≤ 1e-6` (the false-alarm rate for a valid
+    /// split); fixed seeds make it deterministic.
+    #[test]
+    fn marginal_coverage_of_the_halves_passes_a_binomial_test() {
+        use calibra_calibrate::{ConformalMethod, ConformalPredictor};
+        const SEEDS: usize = 2000;
+        const N: usize = 41;
+        const K: usize = 3;
+        let alpha = 0.2;
+        let mut c = 0;
+        while lower_tail(SEEDS, 1.0 - alpha, c + 1) <= 1e-6 {
+            c += 1;
+        }
+        assert!(((1.0 - alpha - 0.05) * SEEDS as f64) < c as f64, "critical value {c} gives no power");
+        let mut covered = 0;
+        for s in 0..SEEDS as u64 {
+            // Miscalibrated synthetic rows: probabilities softmax(z), labels drawn from softmax(2z).
+            let u = uniform_draws(1_000_003 * s + 11, N * (K + 1));
+            let (mut probs, mut labels, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+            for r in 0..N {
+                let z: Vec<f64> = (0..K).map(|k| 3.0 * (u[r * (K + 1) + k] - 0.5)).collect();
+                let soft = |t: f64| {
+                    let e: Vec<f64> = z.iter().map(|v| (t * v).exp()).collect();
+                    let sum: f64 = e.iter().sum();
+                    e.into_iter().map(|v| v / sum).collect::<Vec<f64>>()
+                };
+                probs.push(soft(1.0));
+                let (truth, draw) = (soft(2.0), u[r * (K + 1) + K]);
+                let mut acc = 0.0;
+                labels.push(
+                    (0..K)
+                        .find(|&k| {
+                            acc += truth[k];
+                            draw < acc
+                        })
+                        .unwrap_or(K - 1),
+                );
+                ids.push(format!("id{r:02}"));
+            }
+            let halves = ConformalHalves::split(&ids, split_seed(s, 0));
+            let pick = |half: &HashSet<String>| -> Vec<usize> {
+                (0..N).filter(|&r| half.contains(&ids[r])).collect()
+            };
+            let (cal, eval) = (pick(&halves.calibration), pick(&halves.evaluation));
+            let flat: Vec<f64> = cal.iter().flat_map(|&r| probs[r].clone()).collect();
+            let y: Vec<usize> = cal.iter().map(|&r| labels[r]).collect();
+            let fitted =
+                ConformalPredictor::fit(ConformalMethod::Lac, &flat, K, &y, alpha, &vec![0.0; cal.len()])
+                    .unwrap();
+            let test = eval[0];
+            let set = &fitted.predict(&probs[test], K, &[0.0]).unwrap()[0];
+            covered += usize::from(set.contains(&labels[test]));
+        }
+        assert!(
+            covered >= c,
+            "{covered} of {SEEDS} covered, below the critical value {c} (false-alarm rate 1e-6)"
+        );
+    }
+
     #[test]
     fn split_seed_wraps() {
         assert_eq!(split_seed(0, 7), 7);

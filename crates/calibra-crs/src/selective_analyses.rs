@@ -407,8 +407,11 @@ fn check_same_task(
     Ok(())
 }
 
+/// The key of a fit: the run key without the condition (label fraction as its bits).
+type FitKey = (String, String, Regime, String, String, u64, u64);
+
 /// The key of a fit: the run key without the condition.
-fn fit_key(r: &LocatedRecord) -> (String, String, Regime, String, String, u64, u64) {
+fn fit_key(r: &LocatedRecord) -> FitKey {
     let x = &r.record;
     (
         x.encoder.clone(),
@@ -474,9 +477,8 @@ pub fn selective_analyses(
     }
 
     // Fits, in record order of their first run.
-    let mut fit_order: Vec<(String, String, Regime, String, String, u64, u64)> = Vec::new();
-    let mut fit_runs: HashMap<(String, String, Regime, String, String, u64, u64), Vec<usize>> =
-        HashMap::new();
+    let mut fit_order: Vec<FitKey> = Vec::new();
+    let mut fit_runs: HashMap<FitKey, Vec<usize>> = HashMap::new();
     for (i, (r, _)) in with_predictions.iter().enumerate() {
         let key = fit_key(r);
         if !fit_runs.contains_key(&key) {
