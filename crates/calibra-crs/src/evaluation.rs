@@ -40,6 +40,11 @@
 //!     transferability estimator's ranking against the ranking of every adapted regime/method and of
 //!     the axis regime, by discrimination, calibration error and CRS ([`crate::transfer_prediction`]).
 //!
+//! Attached afterwards by the caller, because they read predictions files (this module does no file
+//! IO): the FOCUS additions ([`Evaluation::with_focus`]) and, only on request, the selective,
+//! conformal and shift-detection analyses ([`Evaluation::with_selective`], `calibra eval
+//! --selective`), serialised as `selective` and absent from the JSON otherwise.
+//!
 //! # Estimate records
 //! Records of regime `estimate` are predictions, not fits: they are split off first and take part in
 //! nothing but step 11 (not in the metric rows, axes, CRS, comparisons, stability, encoder analyses or

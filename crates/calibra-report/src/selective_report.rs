@@ -247,7 +247,7 @@ fn figures(r: &SelectiveReport, files: &mut Vec<ReportFile>, md: &mut String) {
         let top = cells.iter().map(|c| c.label_fraction).fold(f64::NEG_INFINITY, f64::max);
         let cells: Vec<&CellSelective> = cells.into_iter().filter(|c| c.label_fraction == top).collect();
         let slug = slug(dataset);
-        md.push_str(&format!("\n### {dataset}\n\n"));
+        md.push_str(&format!("\n### Risk–coverage and coverage under shift: {dataset}\n\n"));
 
         let clean: Vec<&&CellSelective> =
             cells.iter().filter(|c| c.condition == Condition::Clean && !c.risk_coverage.is_empty()).collect();
