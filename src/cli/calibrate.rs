@@ -367,8 +367,8 @@ mod conformal {
     use super::{CalibrateArgs, OutputFormat, cell, check_same_classes};
     use anyhow::{Context, Result, bail};
     use calibra_calibrate::{
-        ConformalMethod, ConformalPredictor, LastLabel, SetCoverage, fit_multilabel, predict_multilabel,
-        set_coverage, uniform_draws,
+        ConformalMethod, ConformalPredictor, LastLabel, SetCoverage, fit_multilabel, multilabel_set_coverage,
+        predict_multilabel, set_coverage, uniform_draws,
     };
     use calibra_predictions::{Predictions, Targets, read_predictions};
     use serde::Serialize;
@@ -448,7 +448,7 @@ mod conformal {
                     .with_context(|| format!("fitting per-label {method} sets on {}", cal_path.display()))?;
                 let sets = predict_multilabel(&fitted, &test.probabilities(), k);
                 let csv = multilabel_csv(&test, &names, &sets)?;
-                let cov = multilabel_coverage(&sets, test_t, k);
+                let cov = multilabel_set_coverage(&sets, test_t, k);
                 let q = fitted.iter().map(|f| f.quantile).collect();
                 (csv, report_of(method, alpha, seed, cal.len(), q, &test, &cov, &names))
             }
@@ -500,37 +500,6 @@ mod conformal {
             w.write_record(&record)?;
         }
         Ok(w.into_inner().map_err(|e| e.into_error())?)
-    }
-
-    /// Coverage over observed (row, label) cells; `class_coverage` per label.
-    fn multilabel_coverage(sets: &[Vec<Vec<usize>>], targets: &[Option<bool>], l: usize) -> SetCoverage {
-        let (mut hits, mut cells, mut size, mut empty) = (0usize, 0usize, 0usize, 0usize);
-        let (mut per_hits, mut per_n) = (vec![0usize; l], vec![0usize; l]);
-        for (i, row) in sets.iter().enumerate() {
-            for (j, set) in row.iter().enumerate() {
-                if let Some(t) = targets[i * l + j] {
-                    let hit = set.contains(&usize::from(t));
-                    hits += usize::from(hit);
-                    cells += 1;
-                    per_hits[j] += usize::from(hit);
-                    per_n[j] += 1;
-                    size += set.len();
-                    empty += usize::from(set.is_empty());
-                }
-            }
-        }
-        let c = cells as f64;
-        SetCoverage {
-            n: cells,
-            coverage: hits as f64 / c,
-            class_coverage: per_hits
-                .iter()
-                .zip(&per_n)
-                .map(|(&h, &m)| (m > 0).then(|| h as f64 / m as f64))
-                .collect(),
-            mean_set_size: size as f64 / c,
-            empty_fraction: empty as f64 / c,
-        }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -24,6 +24,11 @@
 //!   the analysis had not enough records; the reason is in `evaluation.json` and the report);
 //! - FOCUS additions (unless `--no-focus`): `group_metrics.csv` (per run, column, metric and group),
 //!   `group_gaps.csv` (per cell, column and metric: gap mean/std over seeds), `adaptation_deltas.csv`.
+//! - with `--selective` only (absent otherwise, and so is the `selective` key of `evaluation.json`):
+//!   `selective_runs.csv` (AURC, E-AURC, AUGRC per run), `conformal_sets.csv` (coverage and set size
+//!   per run), `shift_detection.csv` (AUROC, FPR@95 per shift run), `selective_cells.csv` (seed means),
+//!   and the figures `figures/risk_coverage_<dataset>.svg`, `figures/coverage_shift_<dataset>.svg`
+//!   (`calibra_crs::selective_analyses`).
 //!
 //! A run set that cannot give a CRS as a whole (e.g. the records of `calibra zero-shot`: one label
 //! fraction, no perturbations; or a single encoder) is still evaluated: metric rows, calibration
@@ -39,6 +44,7 @@
 mod focus_csv;
 pub mod numbers;
 mod records;
+mod selective_csv;
 
 use crate::cli::output::{OutputFormat, emit};
 use crate::cli::weights;
@@ -50,6 +56,7 @@ use calibra_crs::{
     Regime, RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
 };
 use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
+use calibra_crs::{SelectiveOptions, selective_analyses};
 use calibra_metrics::{
     Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
 };
@@ -158,6 +165,53 @@ pub struct EvalArgs {
     /// FOCUS additions and encoder-analysis declarations (boxed: keeps the subcommand enum small).
     #[command(flatten)]
     pub focus: Box<FocusEvalArgs>,
+    /// Selective prediction, conformal sets and shift detection (boxed like `focus`).
+    #[command(flatten)]
+    pub selective: Box<SelectiveEvalArgs>,
+}
+
+/// `--conformal-method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ConformalMethodArg {
+    /// LAC (score 1 − p̂_y); the only method with a multilabel (per-label) form.
+    #[default]
+    Lac,
+    /// APS (Romano et al. 2020), MAPIE's include-last-label rule.
+    Aps,
+    /// RAPS (Angelopoulos et al. 2021), λ = 0.01, k_reg = 1 (`calibra calibrate`'s defaults).
+    Raps,
+}
+
+/// The flags of the selective, conformal and shift-detection analyses. `Default` is "off".
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SelectiveEvalArgs {
+    /// Add the selective-prediction (AURC, E-AURC, AUGRC, risk–coverage curves), conformal-set
+    /// (coverage and set size clean vs perturbed vs shifted) and shift-detection analyses, read from the
+    /// runs' predictions files. The conformal calibration set is a seeded half (--seed) of each fit's
+    /// clean test predictions; see `calibra_crs::conformal_split`.
+    #[arg(long)]
+    pub selective: bool,
+    /// Conformal sets: miscoverage level α, strictly between 0 and 1 [default: 0.1].
+    #[arg(long, value_name = "ALPHA", requires = "selective", allow_negative_numbers = true, value_parser = numbers::alpha)]
+    pub conformal_alpha: Option<f64>,
+    /// Conformal method: lac, aps or raps [default: lac]; multilabel predictions need lac.
+    #[arg(long, value_enum, value_name = "METHOD", requires = "selective")]
+    pub conformal_method: Option<ConformalMethodArg>,
+}
+
+impl SelectiveEvalArgs {
+    /// The analysis options, or `None` without `--selective`.
+    fn options(&self, seed: u64) -> Option<SelectiveOptions> {
+        use calibra_calibrate::{ConformalMethod, LastLabel};
+        let method = match self.conformal_method.unwrap_or_default() {
+            ConformalMethodArg::Lac => ConformalMethod::Lac,
+            ConformalMethodArg::Aps => ConformalMethod::Aps { last_label: LastLabel::Include },
+            ConformalMethodArg::Raps => {
+                ConformalMethod::Raps { last_label: LastLabel::Include, lambda: 0.01, k_reg: 1 }
+            }
+        };
+        self.selective.then(|| SelectiveOptions { alpha: self.conformal_alpha.unwrap_or(0.1), method, seed })
+    }
 }
 
 /// The flags of the FOCUS additions (subgroup/quality gaps, adaptation deltas) and of the encoder
@@ -503,6 +557,9 @@ fn output_files(
         (serde_json::to_string(&e.calibration_stability)? + "\n").into_bytes(),
     ));
     files.extend(focus_csv::focus_csv_files(e)?);
+    if let Some(r) = &e.selective {
+        files.extend(selective_csv::selective_csv_files(r)?);
+    }
     let report = eval_report_with(e, figures, &layout.options);
     // report.html: the same Markdown with every SVG figure inlined.
     let svgs: BTreeMap<String, String> = report
@@ -711,6 +768,20 @@ fn summary_table(e: &Evaluation) -> String {
             let _ = writeln!(out, "note: {n}");
         }
     }
+    if let Some(r) = &e.selective {
+        let _ = writeln!(
+            out,
+            "selective: {} runs (AURC/E-AURC/AUGRC), {} conformal rows ({} at α = {}), {} shift-detection rows",
+            r.runs.len(),
+            r.conformal.len(),
+            r.method,
+            r.alpha,
+            r.shift_detection.len()
+        );
+        for n in &r.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
     for n in &e.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -800,6 +871,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         || args.focus.groups.is_some()
     {
         bail!("--no-focus skips the gap analyses: drop it, or drop --group-column/--quality-column/--groups");
+    }
+    if let Some(options) = args.selective.options(args.seed) {
+        let report = selective_analyses(&set, &options)
+            .with_context(|| format!("selective prediction, conformal sets and shift detection of {what}"))?;
+        evaluation = evaluation.with_selective(report);
     }
     if args.bootstrap > 0 {
         eprintln!("evaluation done in {:.2} s", started.elapsed().as_secs_f64());

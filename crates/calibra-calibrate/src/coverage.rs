@@ -1,6 +1,7 @@
 //! Coverage and size of prediction sets: marginal coverage (fraction of rows whose set holds the true
 //! class, MAPIE `classification_coverage_score`), class-conditional coverage (the same per true class),
-//! and mean set size (MAPIE `classification_mean_width_score`).
+//! and mean set size (MAPIE `classification_mean_width_score`); for per-label (multilabel) sets the
+//! same over the observed (row, label) cells ([`multilabel_set_coverage`]).
 
 use serde::Serialize;
 
@@ -48,6 +49,39 @@ pub fn set_coverage(sets: &[Vec<usize>], labels: &[usize], k: usize) -> SetCover
     }
 }
 
+/// Coverage of per-label sets (`sets[row][label]`, each a subset of {0, 1}) against row-major `n × l`
+/// targets (`None` = blank): over the observed (row, label) cells; `class_coverage` per label. NaN
+/// coverage and size when no cell is observed.
+pub fn multilabel_set_coverage(sets: &[Vec<Vec<usize>>], targets: &[Option<bool>], l: usize) -> SetCoverage {
+    let (mut hits, mut cells, mut size, mut empty) = (0usize, 0usize, 0usize, 0usize);
+    let (mut per_hits, mut per_n) = (vec![0usize; l], vec![0usize; l]);
+    for (i, row) in sets.iter().enumerate() {
+        for (j, set) in row.iter().enumerate() {
+            if let Some(t) = targets[i * l + j] {
+                let hit = set.contains(&usize::from(t));
+                hits += usize::from(hit);
+                cells += 1;
+                per_hits[j] += usize::from(hit);
+                per_n[j] += 1;
+                size += set.len();
+                empty += usize::from(set.is_empty());
+            }
+        }
+    }
+    let c = cells as f64;
+    SetCoverage {
+        n: cells,
+        coverage: hits as f64 / c,
+        class_coverage: per_hits
+            .iter()
+            .zip(&per_n)
+            .map(|(&h, &m)| (m > 0).then(|| h as f64 / m as f64))
+            .collect(),
+        mean_set_size: size as f64 / c,
+        empty_fraction: empty as f64 / c,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -58,5 +92,17 @@ mod tests {
         assert_eq!(c.class_coverage, vec![Some(0.0), Some(1.0), Some(0.5)]);
         assert_eq!(c.mean_set_size, 1.0);
         assert_eq!(c.empty_fraction, 0.25);
+    }
+
+    #[test]
+    fn multilabel_coverage_counts_observed_cells_only() {
+        // Two rows × two labels; the blank cell (row 1, label 0) is not counted.
+        let sets = vec![vec![vec![1], vec![0, 1]], vec![vec![], vec![0]]];
+        let c = super::multilabel_set_coverage(&sets, &[Some(true), Some(false), None, Some(true)], 2);
+        assert_eq!(c.n, 3);
+        assert_eq!(c.coverage, 2.0 / 3.0);
+        assert_eq!(c.class_coverage, vec![Some(1.0), Some(0.5)]);
+        assert_eq!(c.mean_set_size, 4.0 / 3.0);
+        assert_eq!(c.empty_fraction, 0.0);
     }
 }

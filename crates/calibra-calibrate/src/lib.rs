@@ -46,7 +46,7 @@ pub use conformal::{
     CONFORMAL_METHODS, ConformalMethod, ConformalPredictor, LastLabel, conformal_quantile, fit_multilabel,
     predict_multilabel, quantile_index, uniform_draws,
 };
-pub use coverage::{SetCoverage, set_coverage};
+pub use coverage::{SetCoverage, multilabel_set_coverage, set_coverage};
 pub use dirichlet::{DirichletCalibration, DirichletSelection};
 pub use error::CalibrateError;
 pub use histogram::{HISTOGRAM_DEFAULT_BINS, HistogramBinning, HistogramParams};

@@ -40,6 +40,11 @@
 //!     transferability estimator's ranking against the ranking of every adapted regime/method and of
 //!     the axis regime, by discrimination, calibration error and CRS ([`crate::transfer_prediction`]).
 //!
+//! Attached afterwards by the caller, because they read predictions files (this module does no file
+//! IO): the FOCUS additions ([`Evaluation::with_focus`]) and, only on request, the selective,
+//! conformal and shift-detection analyses ([`Evaluation::with_selective`], `calibra eval
+//! --selective`), serialised as `selective` and absent from the JSON otherwise.
+//!
 //! # Estimate records
 //! Records of regime `estimate` are predictions, not fits: they are split off first and take part in
 //! nothing but step 11 (not in the metric rows, axes, CRS, comparisons, stability, encoder analyses or
@@ -76,6 +81,7 @@ use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale};
 use crate::regime_comparison::RegimeComparison;
 use crate::run_record::{Condition, Regime, RunRecordSet};
 use crate::score::{ComponentWeights, ScoreWeights, ordinal_ranks};
+use crate::selective_analyses::SelectiveReport;
 use crate::stability::{StabilityConfig, StabilityReport, stability};
 use crate::transfer_prediction::{
     OutcomeMetrics, TransferPrediction, prediction_targets, transfer_prediction,
@@ -331,6 +337,11 @@ pub struct Evaluation {
     /// (absent from the JSON) without estimate records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer_prediction: Option<TransferPrediction>,
+    /// Selective prediction, conformal sets and shift detection from per-sample predictions
+    /// ([`crate::selective_analyses`]); `None` (absent from the JSON, so a default evaluation is
+    /// byte-identical to one made before it existed) until attached with [`Evaluation::with_selective`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selective: Option<SelectiveReport>,
     /// Human-readable notes (skipped analyses and why).
     pub notes: Vec<String>,
 }
@@ -559,6 +570,7 @@ impl Evaluation {
                     encoder_analyses,
                     calibration_stability,
                     focus: None,
+                    selective: None,
                     convergence,
                     transfer_prediction,
                     notes,
@@ -831,6 +843,7 @@ impl Evaluation {
             encoder_analyses,
             calibration_stability,
             focus: None,
+            selective: None,
             convergence,
             transfer_prediction,
             notes,
@@ -840,6 +853,13 @@ impl Evaluation {
     /// The evaluation with the FOCUS analyses attached (see [`crate::focus_analyses`]).
     pub fn with_focus(mut self, focus: FocusReport) -> Self {
         self.focus = Some(focus);
+        self
+    }
+
+    /// The evaluation with the selective, conformal and shift-detection analyses attached (see
+    /// [`crate::selective_analyses`]).
+    pub fn with_selective(mut self, selective: SelectiveReport) -> Self {
+        self.selective = Some(selective);
         self
     }
 }

@@ -81,7 +81,7 @@ pub struct RunLabel {
 }
 
 impl RunLabel {
-    fn of(r: &LocatedRecord) -> Self {
+    pub(crate) fn of(r: &LocatedRecord) -> Self {
         let x = &r.record;
         RunLabel {
             encoder: x.encoder.clone(),

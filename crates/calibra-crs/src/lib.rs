@@ -8,7 +8,9 @@
 //! quality-stratum gaps from declared group columns, adapted − base deltas with paired bootstrap
 //! intervals and Benjamini–Hochberg correction); and the predicted-versus-adapted comparison of
 //! transferability-estimator records (regime `estimate`) with the adapted runs
-//! ([`transfer_prediction`]).
+//! ([`transfer_prediction`]); selective prediction (AURC, E-AURC, AUGRC, risk–coverage curves),
+//! split conformal coverage and set size under perturbation and shift, and shift detection from the
+//! runs' predictions ([`selective_analyses`]).
 //!
 //! Must not depend on: burn, models or training code. It consumes run records and predictions-derived
 //! metrics from any framework; numerics come from calibra-metrics.
@@ -45,6 +47,10 @@ pub mod calibration_stability;
 pub mod convergence;
 // Estimators' predicted rankings vs the adapted runs (issue 18 item 5).
 pub mod transfer_prediction;
+// Selective prediction, conformal sets and shift detection from predictions (issue 24 item 4).
+pub mod conformal_split;
+pub mod selective_analyses;
+pub mod selective_error;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
 pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
@@ -78,6 +84,8 @@ pub use score::{
     AxisWeights, ComponentWeights, CrsComponents, ScoreWeights, crs_components, dominance, ideal_proximity,
     ordinal_ranks, pareto_dominates, worst_axis,
 };
+pub use selective_analyses::{SelectiveOptions, SelectiveReport, selective_analyses};
+pub use selective_error::SelectiveError;
 pub use stability::{
     Agreement, Displacement, Insertion, InsertionTrial, LeaveOneOut, RankAgreement, StabilityConfig,
     StabilityReport, SubpanelAgreement, insertion_trial, rank_agreement, stability, subpanel_agreement,

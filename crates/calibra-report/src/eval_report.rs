@@ -560,6 +560,9 @@ pub fn eval_report_with(
         if let Some(f) = &e.focus {
             md.push_str(&crate::focus_report::focus_md(f, &mut tables));
         }
+        if let Some(r) = &e.selective {
+            md.push_str(&crate::selective_report::selective_md(r, &mut tables, &mut files));
+        }
         reliability_and_notes(e, reliability, options, &mut tables, &mut files, &mut md);
         files.append(&mut tables.files);
         files.push(ReportFile { path: "report.md".into(), contents: md });
@@ -713,6 +716,9 @@ pub fn eval_report_with(
     md.push_str(&crate::focus_report::encoder_analyses_md(&e.encoder_analyses, &mut tables));
     if let Some(f) = &e.focus {
         md.push_str(&crate::focus_report::focus_md(f, &mut tables));
+    }
+    if let Some(r) = &e.selective {
+        md.push_str(&crate::selective_report::selective_md(r, &mut tables, &mut files));
     }
     reliability_and_notes(e, reliability, options, &mut tables, &mut files, &mut md);
     files.append(&mut tables.files);

@@ -1,7 +1,7 @@
 //! calibra-report: the human-facing side of an evaluation — Markdown tables and SVG figures.
 //!
 //! Owns: a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
-//! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart), Markdown table formatting, and the assembly of an
+//! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart, the risk–coverage and coverage-under-shift line charts), Markdown table formatting, and the assembly of an
 //! evaluation's report ([`eval_report`]: `report.md` plus its figures).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
 //! no system libraries and no network, and any browser renders them. [`svg_to_png`] rasterises them
@@ -19,12 +19,14 @@ mod convergence_report;
 mod eval_report;
 mod focus_report;
 mod html;
+mod line_chart;
 mod markdown;
 mod png;
 mod profile_bars;
 mod rank_displacement;
 mod reliability_diagram;
 mod reliability_grid;
+mod selective_report;
 mod svg;
 mod tau_dots;
 mod transfer_report;
@@ -35,12 +37,14 @@ pub use eval_report::{
 };
 pub use focus_report::{encoder_analyses_section, focus_section};
 pub use html::report_html;
+pub use line_chart::{ChartAxes, Series, line_chart};
 pub use markdown::{format_number, markdown_table};
 pub use png::{PngError, svg_to_png};
 pub use profile_bars::{ProfileBar, profile_bars};
 pub use rank_displacement::rank_displacement;
 pub use reliability_diagram::reliability_diagram;
 pub use reliability_grid::{GridPanel, reliability_grid};
+pub use selective_report::selective_section;
 pub use svg::Svg;
 pub use tau_dots::tau_dots;
 pub use transfer_report::summary_line as transfer_summary_line;

@@ -37,6 +37,17 @@ pub fn level(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A miscoverage level α strictly between 0 and 1 (`--conformal-alpha`).
+pub fn alpha(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a miscoverage level: α must be a number strictly between 0 and 1, e.g. 0.1 (sets \
+             that hold the label 90 % of the time)"
+        )),
+    }
+}
+
 /// Replicates per tail a percentile interval needs to be worth reporting: with fewer, the interval
 /// is set by a handful of replicates (with 1 it is a single replicate, which can exclude the estimate).
 pub const MIN_TAIL_REPLICATES: f64 = 5.0;
@@ -69,6 +80,9 @@ mod tests {
         assert!(level("1.5").unwrap_err().contains("strictly between 0 and 1"));
         assert!(level("0").is_err() && level("NaN").is_err());
         assert_eq!(level("0.9"), Ok(0.9));
+        assert!(alpha("1").unwrap_err().contains("strictly between 0 and 1"));
+        assert!(alpha("-0.1").is_err() && alpha("0").is_err() && alpha("NaN").is_err());
+        assert_eq!(alpha("0.2"), Ok(0.2));
     }
 
     #[test]
