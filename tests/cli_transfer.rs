@@ -272,12 +272,22 @@ fn features_of_every_split_score_one_split_as_that_splits_own_file() {
         );
     }
 
-    // --split on a one-split file, or with a separate labels file, is refused with the reason.
+    // --split on a one-split file, and an unknown split name, are refused with the reason.
     let one = calibra(&["transfer", "score", "--features", train.to_str().unwrap(), "--split", "test"]);
     let err = String::from_utf8_lossy(&one.stderr);
     assert!(!one.status.success() && err.contains("records no split per row"), "{err}");
-    let bad =
-        calibra(&["features", "--encoder", ck.to_str().unwrap(), "--data", "synth:derm", "--split", "dev"]);
+    let bad_out = dir.path().join("dev.safetensors");
+    let bad = calibra(&[
+        "features",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        "synth:derm",
+        "--split",
+        "dev",
+        "--out",
+        bad_out.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success() && err.contains("`dev`") && err.contains("all"), "{err}");
 }
