@@ -231,4 +231,23 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn a_selective_column_gives_five_axis_profiles_oriented_as_negative_augrc() {
+        let head = "encoder,discrimination,calibration,label_efficiency,robustness";
+        let four = parse(&format!("{head}\nA,0.9,0.05,1.0,0.8\n"), ValueScale::Oriented).unwrap();
+        assert_eq!(four[0].values.len(), 4);
+        let five =
+            parse(&format!("selective,{head}\n0.125,A,0.9,0.05,1.0,0.8\n"), ValueScale::Oriented).unwrap();
+        assert_eq!(&five[0].values[..4], &four[0].values[..]);
+        assert_eq!(five[0].get(Axis::Selective), Some(oriented_selective(0.125)));
+        let err = parse(&format!("{head},selective\nA,0.9,0.05,1.0,0.8,1.5\n"), ValueScale::Oriented)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("column `selective`: 1.5 is out of range; expected a raw AUGRC"), "{err}");
+        let err = parse(&format!("{head},selective\nA,0.9,0.05,1.0,0.8,\n"), ValueScale::Oriented)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("column `selective`: missing value"), "{err}");
+    }
 }

@@ -289,6 +289,21 @@ mod tests {
     }
 
     #[test]
+    fn five_weights_add_the_selective_axis_and_other_counts_are_refused() {
+        let five = AxisWeights::from_slice(&[0.2; 5]).unwrap();
+        assert!(five.has_selective() && five.len() == 5);
+        assert!(!AxisWeights::uniform().has_selective());
+        assert_eq!(AxisWeights::from_slice(&[0.25; 4]).unwrap(), AxisWeights::uniform());
+        for n in [3, 6] {
+            let err = AxisWeights::from_slice(&vec![1.0 / n as f64; n]).unwrap_err().to_string();
+            assert!(err.contains("expected 4 weights (or 5 with the selective axis)"), "{err}");
+        }
+        assert!(AxisWeights::from_slice(&[0.2, 0.2, 0.2, 0.2, 0.3]).is_err());
+        // Exact by construction: (1 − 0.5)² = 0.25 on every axis.
+        assert_eq!(ideal_proximity(&[0.5; 5], &five), 0.75);
+    }
+
+    #[test]
     fn ordinal_ranks_break_ties_by_input_order() {
         assert_eq!(ordinal_ranks(&[0.2, 0.9, 0.2, 0.5]), vec![3, 1, 4, 2]);
         assert_eq!(ordinal_ranks(&[f64::NAN, 0.1]), vec![2, 1]);
