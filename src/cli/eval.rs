@@ -52,8 +52,8 @@ use anyhow::{Context, Result, bail};
 use calibra_crs::encoder_analyses::EncoderAnalysisOptions;
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
-    AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference,
-    Regime, RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
+    AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference, Regime,
+    RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
 };
 use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
 use calibra_crs::{SelectiveOptions, selective_analyses};

@@ -473,12 +473,9 @@ impl Reference {
             component: parsed.component_weights.validated().map_err(in_file)?,
         };
         let n_axes = parsed.estimators.n_axes();
-        let counts = [
-            ("anchors", parsed.anchors.len()),
-            ("axis_weights", parsed.axis_weights.len()),
-        ]
-        .into_iter()
-        .chain(parsed.panel.iter().map(|m| ("panel values", m.values.len())));
+        let counts = [("anchors", parsed.anchors.len()), ("axis_weights", parsed.axis_weights.len())]
+            .into_iter()
+            .chain(parsed.panel.iter().map(|m| ("panel values", m.values.len())));
         for (what, n) in counts {
             if n != n_axes {
                 return Err(format_error(format!(

@@ -63,7 +63,10 @@ impl AxisWeights {
         if !(weights.len() == 4 || weights.len() == 5) {
             return Err(CrsError::InvalidWeights {
                 what: "axis weights",
-                message: format!("expected 4 weights (or 5 with the selective axis), found {}", weights.len()),
+                message: format!(
+                    "expected 4 weights (or 5 with the selective axis), found {}",
+                    weights.len()
+                ),
             });
         }
         validate_simplex("axis weights", weights)?;
@@ -191,7 +194,13 @@ pub fn dominance<P: AsRef<[f64]>>(candidate: &[f64], peers: &[P], own_index: Opt
 /// # Panics
 /// If `normalized` and `weights` have different axis counts.
 pub fn ideal_proximity(normalized: &[f64], weights: &AxisWeights) -> f64 {
-    assert_eq!(normalized.len(), weights.len(), "a profile of {} axes with {} axis weights", normalized.len(), weights.len());
+    assert_eq!(
+        normalized.len(),
+        weights.len(),
+        "a profile of {} axes with {} axis weights",
+        normalized.len(),
+        weights.len()
+    );
     let penalty: f64 =
         normalized.iter().zip(weights.as_slice()).map(|(s, w)| w * (1.0 - s) * (1.0 - s)).sum();
     1.0 - penalty

@@ -30,7 +30,10 @@ pub const SUBSTITUTE_METRICS: [&str; 3] = [SELECTIVE_METRIC, "aurc", "eaurc"];
 /// [`CrsError::SelectiveAxisInput`] when a record already carries one of these metrics (a value from
 /// elsewhere would be silently replaced), or when `report` names a run that is not in `set` (the report
 /// is of another run set).
-pub fn with_selective_metrics(set: &RunRecordSet, report: &SelectiveReport) -> Result<RunRecordSet, CrsError> {
+pub fn with_selective_metrics(
+    set: &RunRecordSet,
+    report: &SelectiveReport,
+) -> Result<RunRecordSet, CrsError> {
     let mut by_record: HashMap<&str, [Option<f64>; 3]> = HashMap::new();
     for run in &report.runs {
         by_record.insert(run.run.record.as_str(), [run.augrc, run.aurc, run.eaurc]);

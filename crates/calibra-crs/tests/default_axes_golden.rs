@@ -41,7 +41,8 @@ fn check(name: &str, evaluation: &Evaluation) {
     }
     let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if json != want {
-        let at = json.bytes().zip(want.bytes()).position(|(a, b)| a != b).unwrap_or(json.len().min(want.len()));
+        let at =
+            json.bytes().zip(want.bytes()).position(|(a, b)| a != b).unwrap_or(json.len().min(want.len()));
         let lo = at.saturating_sub(200);
         panic!(
             "{name}: the default evaluation changed at byte {at}\n got: …{}…\nwant: …{}…",

@@ -13,14 +13,20 @@ use calibra_crs::bootstrap::BootstrapConfig;
 use calibra_crs::selective_analyses::{SelectiveOptions, selective_analyses};
 use calibra_crs::{
     AxisConfig, AxisEstimators, AxisWeights, ComponentWeights, Condition, CrsError, Evaluation,
-    EvaluationOptions, Profile, Reference, ReferenceConfig, Regime, RunRecord, RunRecordSet, SELECTIVE_METRIC,
-    ScoreWeights, with_selective_metrics,
+    EvaluationOptions, Profile, Reference, ReferenceConfig, Regime, RunRecord, RunRecordSet,
+    SELECTIVE_METRIC, ScoreWeights, with_selective_metrics,
 };
 use proptest::prelude::*;
 
 const FRACTIONS: [f64; 5] = [0.01, 0.05, 0.1, 0.25, 1.0];
 
-fn record(encoder: usize, seed: u64, fraction: f64, condition: Condition, metrics: &[(&str, f64)]) -> RunRecord {
+fn record(
+    encoder: usize,
+    seed: u64,
+    fraction: f64,
+    condition: Condition,
+    metrics: &[(&str, f64)],
+) -> RunRecord {
     RunRecord {
         encoder: format!("E{encoder}"),
         dataset: "D".into(),
@@ -49,7 +55,8 @@ fn run_set(augrc: &[Vec<f64>]) -> RunRecordSet {
             let jitter = 0.003 * s as f64;
             for &f in &FRACTIONS {
                 let auroc = base * (0.8 + 0.2 * f) + jitter;
-                let mut metrics = vec![("macro_auroc", auroc), ("ece", 0.02 + 0.011 * ((e * 7 + s) % 5) as f64)];
+                let mut metrics =
+                    vec![("macro_auroc", auroc), ("ece", 0.02 + 0.011 * ((e * 7 + s) % 5) as f64)];
                 if f == 1.0 {
                     metrics.extend([(SELECTIVE_METRIC, a), ("aurc", a.sqrt())]);
                 }
@@ -69,7 +76,9 @@ fn run_set(augrc: &[Vec<f64>]) -> RunRecordSet {
 }
 
 fn augrc_table() -> Vec<Vec<f64>> {
-    (0..5).map(|e| (0..3).map(|s| 0.02 + 0.013 * ((e * 5 + s * 3) % 7) as f64 + 0.001 * e as f64).collect()).collect()
+    (0..5)
+        .map(|e| (0..3).map(|s| 0.02 + 0.013 * ((e * 5 + s * 3) % 7) as f64 + 0.001 * e as f64).collect())
+        .collect()
 }
 
 fn options(weights: AxisWeights, selective: bool) -> EvaluationOptions {
@@ -213,7 +222,8 @@ fn requests_that_cannot_be_served_are_clear_errors() {
         reference: Some(reference.clone()),
         ..options(reference.weights().axis, selective)
     };
-    let err = Evaluation::build(&set, &with_reference(four.reference_used.as_ref().unwrap(), true)).unwrap_err();
+    let err =
+        Evaluation::build(&set, &with_reference(four.reference_used.as_ref().unwrap(), true)).unwrap_err();
     assert!(matches!(err, CrsError::AxisCountMismatch { reference: 4, candidate: 5 }), "{err}");
     assert!(err.to_string().contains("four-axis reference"), "{err}");
     let err =
@@ -241,7 +251,8 @@ fn selective_example(dir: &Path) -> PathBuf {
                 low["label_fraction"] = f.into();
                 low["paths"] = serde_json::json!({});
                 let auroc = v["metrics"]["macro_auroc"].as_f64().unwrap();
-                low["metrics"] = serde_json::json!({ "macro_auroc": auroc * (0.8 + 0.5 * f - spread), "ece": 0.05 });
+                low["metrics"] =
+                    serde_json::json!({ "macro_auroc": auroc * (0.8 + 0.5 * f - spread), "ece": 0.05 });
                 lines.push(low.to_string());
             }
         }
@@ -261,9 +272,11 @@ fn the_selective_analyses_feed_the_axis_from_the_predictions_files() {
     // Every run with a predictions file now carries its AUGRC, AURC and E-AURC; the others nothing.
     for (before, after) in set.records().iter().zip(with.records()) {
         let run = report.runs.iter().find(|r| r.run.record == before.location.to_string());
-        for (name, value) in
-            [("augrc", run.and_then(|r| r.augrc)), ("aurc", run.and_then(|r| r.aurc)), ("eaurc", run.and_then(|r| r.eaurc))]
-        {
+        for (name, value) in [
+            ("augrc", run.and_then(|r| r.augrc)),
+            ("aurc", run.and_then(|r| r.aurc)),
+            ("eaurc", run.and_then(|r| r.eaurc)),
+        ] {
             assert_eq!(after.record.metrics.get(name).copied(), value, "{name} of {}", before.location);
         }
     }

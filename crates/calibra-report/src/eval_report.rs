@@ -6,8 +6,7 @@
 
 use calibra_crs::evaluation::{Evaluation, NamedComparison};
 use calibra_crs::{
-    CalibrationStability, Condition, STABILITY_METRICS, StabilityAxis, StabilityReport, StabilityRow,
-    axes_of,
+    CalibrationStability, Condition, STABILITY_METRICS, StabilityAxis, StabilityReport, StabilityRow, axes_of,
 };
 use calibra_metrics::ReliabilityBin;
 

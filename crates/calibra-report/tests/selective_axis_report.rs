@@ -2,8 +2,8 @@
 
 use calibra_crs::bootstrap::BootstrapConfig;
 use calibra_crs::{
-    AxisConfig, AxisWeights, Condition, Evaluation, EvaluationOptions, RunRecord, RunRecordSet, SELECTIVE_METRIC,
-    ScoreWeights,
+    AxisConfig, AxisWeights, Condition, Evaluation, EvaluationOptions, RunRecord, RunRecordSet,
+    SELECTIVE_METRIC, ScoreWeights,
 };
 use calibra_report::eval_report;
 use std::path::PathBuf;
@@ -46,7 +46,10 @@ fn the_fifth_axis_column_appears_only_when_present() {
         &set,
         &EvaluationOptions {
             axes: AxisConfig { selective_metric: Some(SELECTIVE_METRIC.into()), ..AxisConfig::default() },
-            weights: ScoreWeights { axis: AxisWeights::from_slice(&[0.2; 5]).unwrap(), ..ScoreWeights::default() },
+            weights: ScoreWeights {
+                axis: AxisWeights::from_slice(&[0.2; 5]).unwrap(),
+                ..ScoreWeights::default()
+            },
             ..base
         },
     )
