@@ -23,7 +23,7 @@
 //!
 //! - **selective** (optional fifth axis, only with [`AxisConfig::selective_metric`]) = `−AUGRC`: the
 //!   seed-mean AUGRC metric (default name [`SELECTIVE_METRIC`], attached to the run records from their
-//!   predictions files by [`crate::selective_axis::with_augrc_metric`]) of the same clean ρ = 1 group
+//!   predictions files by [`crate::selective_axis::with_selective_metrics`]) of the same clean ρ = 1 group
 //!   as discrimination and calibration.
 //!
 //! Unobserved values stay missing, never imputed. An encoder's aggregate axis value is the mean over its

@@ -10,6 +10,11 @@
 //! 2. **Cell axes and profiles** for the configured regime ([`AxisConfig`], default `frozen`): see
 //!    [`crate::axes`]. Every encoder of that regime must be observed on all four axes (an encoder
 //!    missing a whole axis is an error naming it and the axis: axes are never imputed).
+//!    With [`AxisConfig::selective_metric`] (five axis weights) there is a fifth axis, **selective** =
+//!    −AUGRC of the same clean full-label group ([`crate::selective_axis`] attaches the per-run AUGRC from
+//!    the selective analyses); every step below then works on five axes, the substitutions add
+//!    `selective=aurc` / `selective=eaurc`, and a run set that cannot give the five-axis CRS is an error
+//!    (an explicit request). Without it nothing changes: the optional fields are absent from the JSON.
 //! 3. **Reference and CRS**: with no saved reference, one is built from the run set's own panel (anchors
 //!    = panel min/max per oriented axis) with the configured weights; with a saved reference, the
 //!    candidates must have been measured with its estimators and are scored with its frozen anchors,

@@ -1,6 +1,7 @@
 //! calibra-crs: the reliability protocol of `shared/spec/crs-protocol.md`.
 //!
-//! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness),
+//! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness; an
+//! optional fifth, selective = −AUGRC, on request: [`selective_axis`]),
 //! references (a frozen panel with anchors, saved as versioned JSON), the Clinical Reliability Score
 //! (dominance D, ideal-point S, worst-axis W), run records → metric rows → axes, the paired-seed
 //! bootstrap, stability analyses, calibration stability across seeds and prompt templates, and rank
