@@ -15,6 +15,8 @@ use std::path::PathBuf;
 pub struct CrsArgs {
     /// Profiles CSV with columns `encoder,discrimination,calibration,label_efficiency,robustness`: clean
     /// macro-AUROC, raw ECE (lower is better), AUROC retention and robustness (`#` lines are comments).
+    /// An optional column `selective` (raw AUGRC, lower is better) gives the fifth axis; it needs five
+    /// axis weights.
     pub profiles: PathBuf,
     /// The four columns are already oriented (larger is better) and normalised into [0, 1]; anchors are
     /// then the identity.
@@ -31,8 +33,9 @@ pub struct CrsArgs {
     #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
     pub weights: Option<ComponentWeights>,
     /// Axis weights of the ideal-point term, in the order discrimination,calibration,label_efficiency,
-    /// robustness (non-negative, summing to 1) [default: 0.25,0.25,0.25,0.25].
-    #[arg(long, value_name = "a,b,c,d", value_parser = weights::parse_axis_weights)]
+    /// robustness (non-negative, summing to 1) [default: 0.25,0.25,0.25,0.25]. A fifth weight adds the
+    /// selective axis (−AUGRC; PROFILES.csv then needs the `selective` column).
+    #[arg(long, value_name = "a,b,c,d[,e]", value_parser = weights::parse_axis_weights)]
     pub axis_weights: Option<AxisWeights>,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -52,6 +55,26 @@ struct CrsRow<'a> {
 pub fn run(args: &CrsArgs) -> Result<()> {
     let scale = if args.normalized { ValueScale::Normalized } else { ValueScale::Oriented };
     let profiles = read_profiles_csv(&args.profiles, scale)?;
+    let selective_column = profiles.first().is_some_and(|p| p.values.len() == 5);
+    let selective_weight = args.axis_weights.is_some_and(|w| w.has_selective());
+    if selective_weight && !selective_column {
+        bail!(
+            "{}: five axis weights ask for the selective axis, which needs a `selective` column (raw AUGRC \
+             per encoder) in the profiles table; add it or give four axis weights",
+            args.profiles.display()
+        );
+    }
+    if selective_column && !selective_weight && args.reference.is_none() {
+        bail!(
+            "{}: the profiles table has a `selective` column (the fifth axis); give five axis weights \
+             (--axis-weights a,b,c,d,e) to score it, or drop the column for the four-axis CRS",
+            args.profiles.display()
+        );
+    }
+    let estimators = AxisEstimators {
+        selective: selective_column.then(|| AxisEstimators::AUGRC_MSP.to_string()),
+        ..AxisEstimators::default()
+    };
     let (reference, origin) = match &args.reference {
         Some(path) => {
             let reference = Reference::load(path)?;
@@ -65,7 +88,7 @@ pub fn run(args: &CrsArgs) -> Result<()> {
                     if args.normalized { " (drop --normalized)" } else { " (pass --normalized)" }
                 );
             }
-            reference.check_compatible(&AxisEstimators::default(), scale).with_context(|| {
+            reference.check_compatible(&estimators, scale).with_context(|| {
                 format!("{}: the reference's estimators differ from a profiles table's", path.display())
             })?;
             weights::check_frozen(path, &reference, args.weights, args.axis_weights)?;
@@ -77,7 +100,7 @@ pub fn run(args: &CrsArgs) -> Result<()> {
                 axis: args.axis_weights.unwrap_or_default(),
                 component: args.weights.unwrap_or_default(),
             };
-            let config = ReferenceConfig { scale, weights, ..ReferenceConfig::default() };
+            let config = ReferenceConfig { scale, weights, estimators, ..ReferenceConfig::default() };
             let reference = Reference::build(&profiles, config)
                 .with_context(|| format!("building a reference from {}", args.profiles.display()))?;
             let anchors = if args.normalized { "identity anchors" } else { "anchors = panel min/max" };
@@ -139,13 +162,25 @@ fn table(
     use std::fmt::Write;
     let mut out = String::new();
     let w = reference.weights();
-    let a = w.axis.as_array();
+    let a = w.axis.as_slice();
     let _ = writeln!(out, "{origin}");
-    let _ = writeln!(
-        out,
-        "CRS = {}·D + {}·S + {}·W; axis weights (disc, cal, le, rob) = ({}, {}, {}, {})",
-        w.component.dominance, w.component.ideal, w.component.worst, a[0], a[1], a[2], a[3]
-    );
+    if let [a0, a1, a2, a3] = a {
+        let _ = writeln!(
+            out,
+            "CRS = {}·D + {}·S + {}·W; axis weights (disc, cal, le, rob) = ({}, {}, {}, {})",
+            w.component.dominance, w.component.ideal, w.component.worst, a0, a1, a2, a3
+        );
+    } else {
+        let shown: Vec<String> = a.iter().map(f64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "CRS = {}·D + {}·S + {}·W; axis weights (disc, cal, le, rob, sel) = ({})",
+            w.component.dominance,
+            w.component.ideal,
+            w.component.worst,
+            shown.join(", ")
+        );
+    }
     let _ = writeln!(out);
     let width = scores.iter().map(|s| s.encoder.chars().count()).max().unwrap_or(0).max("encoder".len());
     let _ = writeln!(

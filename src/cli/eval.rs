@@ -52,8 +52,8 @@ use anyhow::{Context, Result, bail};
 use calibra_crs::encoder_analyses::EncoderAnalysisOptions;
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
-    AXES, AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference,
-    Regime, RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
+    AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference, Regime,
+    RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
 };
 use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
 use calibra_crs::{SelectiveOptions, selective_analyses};
@@ -118,8 +118,9 @@ pub struct EvalArgs {
     #[arg(long, value_name = "D,S,W", value_parser = weights::parse_component_weights)]
     pub weights: Option<ComponentWeights>,
     /// Axis weights of the ideal-point term (discrimination,calibration,label_efficiency,robustness;
-    /// non-negative, summing to 1) [default: 0.25 each].
-    #[arg(long, value_name = "a,b,c,d", value_parser = weights::parse_axis_weights)]
+    /// non-negative, summing to 1) [default: 0.25 each]. A fifth weight adds the optional selective
+    /// axis (−AUGRC of the clean predictions; needs --selective).
+    #[arg(long, value_name = "a,b,c,d[,e]", value_parser = weights::parse_axis_weights)]
     pub axis_weights: Option<AxisWeights>,
     /// Robustness formula of the profile axis.
     #[arg(long, value_enum, default_value_t)]
@@ -502,23 +503,30 @@ fn output_files(
             rows,
         )?,
     ));
+    // The selective axis (five axis weights) adds the `calibra crs` column `selective` (raw AUGRC).
+    let selective_axis = e.axes.selective_metric.is_some();
     let rows = e
         .profiles
         .iter()
         .map(|p| {
-            vec![
+            let mut row = vec![
                 p.encoder.clone(),
                 csv_number(p.discrimination),
                 csv_number(p.calibration_error),
                 csv_number(p.label_efficiency),
                 csv_number(p.robustness),
-            ]
+            ];
+            if selective_axis {
+                row.push(csv_number(p.selective_error));
+            }
+            row
         })
         .collect();
-    files.push((
-        "profiles.csv".to_string(),
-        csv_bytes(&["encoder", "discrimination", "calibration", "label_efficiency", "robustness"], rows)?,
-    ));
+    let mut header = vec!["encoder", "discrimination", "calibration", "label_efficiency", "robustness"];
+    if selective_axis {
+        header.push(calibra_crs::profile_table::SELECTIVE_COLUMN);
+    }
+    files.push(("profiles.csv".to_string(), csv_bytes(&header, rows)?));
     let mut order: Vec<usize> = (0..e.crs.len()).collect();
     order.sort_by_key(|&i| e.crs[i].rank);
     let rows = order
@@ -533,7 +541,10 @@ fn output_files(
             row
         })
         .collect();
-    let normalized: Vec<String> = AXES.iter().map(|a| format!("{}_normalized", a.name())).collect();
+    let normalized: Vec<String> = calibra_crs::axes_of(if selective_axis { 5 } else { 4 })
+        .iter()
+        .map(|a| format!("{}_normalized", a.name()))
+        .collect();
     let mut header = vec!["rank", "encoder"];
     header.extend(normalized.iter().map(String::as_str));
     header.extend([
@@ -788,6 +799,16 @@ fn summary_table(e: &Evaluation) -> String {
     out
 }
 
+fn describe(files: &[PathBuf]) -> String {
+    files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether a saved reference scores the selective axis (then the evaluation computes it too, and a
+/// four-axis request against it is refused by the reference's estimator check).
+fn options_reference_has_selective(reference: Option<&Reference>) -> bool {
+    reference.is_some_and(|r| r.estimators().selective.is_some())
+}
+
 pub fn run(args: &EvalArgs) -> Result<()> {
     let files = record_files(&args.inputs)?;
     let mut notes = Vec::new();
@@ -809,6 +830,36 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         }
         None => None,
     };
+    // Five axis weights turn on the selective axis: it is computed from the selective analyses'
+    // per-run AUGRC (attached to the records as metrics), so those analyses run first.
+    let selective_axis = args.axis_weights.is_some_and(|w| w.has_selective())
+        || options_reference_has_selective(reference.as_ref());
+    let selective_options = args.selective.options(args.seed);
+    if selective_axis && selective_options.is_none() {
+        bail!(
+            "{}: the selective axis needs the selective analyses (per-run AUGRC from the predictions files): \
+             add --selective",
+            if args.axis_weights.is_some_and(|w| w.has_selective()) {
+                "five axis weights"
+            } else {
+                "the saved reference has a selective axis"
+            }
+        );
+    }
+    let run_selective = |options: &SelectiveOptions| {
+        selective_analyses(&set, options).with_context(|| {
+            format!("selective prediction, conformal sets and shift detection of {}", describe(&files))
+        })
+    };
+    // Without the selective axis the analyses run where they always did (after the FOCUS analyses).
+    let mut selective_report = match (&selective_options, selective_axis) {
+        (Some(options), true) => Some(run_selective(options)?),
+        _ => None,
+    };
+    let axis_set = match (&selective_report, selective_axis) {
+        (Some(report), true) => std::borrow::Cow::Owned(calibra_crs::with_selective_metrics(&set, report)?),
+        _ => std::borrow::Cow::Borrowed(&set),
+    };
     let options = EvaluationOptions {
         axes: AxisConfig {
             regime: args.regime,
@@ -820,6 +871,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 RobustnessArg::WithShift => RobustnessVariant::WithShift,
                 RobustnessArg::CorruptionOnly => RobustnessVariant::CorruptionOnly,
             },
+            selective_metric: selective_axis.then(|| calibra_crs::SELECTIVE_METRIC.to_string()),
             ..AxisConfig::default()
         },
         weights: ScoreWeights {
@@ -839,7 +891,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             crossover_reference: args.focus.crossover_reference.clone(),
         },
     };
-    let what = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+    let what = describe(&files);
     let started = Instant::now();
     if args.bootstrap > 0 {
         eprintln!(
@@ -849,7 +901,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             args.seed
         );
     }
-    let mut evaluation = Evaluation::build(&set, &options).with_context(|| format!("evaluating {what}"))?;
+    let mut evaluation =
+        Evaluation::build(&axis_set, &options).with_context(|| format!("evaluating {what}"))?;
     if !args.focus.no_focus {
         let focus = FocusOptions {
             columns: args.focus.group_columns.iter().chain(&args.focus.quality_columns).cloned().collect(),
@@ -872,9 +925,10 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     {
         bail!("--no-focus skips the gap analyses: drop it, or drop --group-column/--quality-column/--groups");
     }
-    if let Some(options) = args.selective.options(args.seed) {
-        let report = selective_analyses(&set, &options)
-            .with_context(|| format!("selective prediction, conformal sets and shift detection of {what}"))?;
+    if let (None, Some(options)) = (&selective_report, &selective_options) {
+        selective_report = Some(run_selective(options)?);
+    }
+    if let Some(report) = selective_report {
         evaluation = evaluation.with_selective(report);
     }
     if args.bootstrap > 0 {

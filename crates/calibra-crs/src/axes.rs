@@ -21,6 +21,11 @@
 //!   has a shift target, and the **corruption-only** variant uses `1_shift = 0` everywhere.
 //!   Missing unless `A0 > 0` and at least one perturbation is observed.
 //!
+//! - **selective** (optional fifth axis, only with [`AxisConfig::selective_metric`]) = `−AUGRC`: the
+//!   seed-mean AUGRC metric (default name [`SELECTIVE_METRIC`], attached to the run records from their
+//!   predictions files by [`crate::selective_axis::with_selective_metrics`]) of the same clean ρ = 1 group
+//!   as discrimination and calibration.
+//!
 //! Unobserved values stay missing, never imputed. An encoder's aggregate axis value is the mean over its
 //! cells where that axis is observed ([`AxisPlan::profiles`]); an encoder with no observed cell on an axis
 //! has `None` there, and [`Profile::require_complete`] refuses to score it.
@@ -35,11 +40,14 @@ use serde::Serialize;
 
 use crate::error::CrsError;
 use crate::metric_rows::MetricRows;
-use crate::profile::{AXES, Axis, Profile, oriented_calibration};
+use crate::profile::{Axis, Profile, axes_of, oriented_calibration, oriented_selective};
 use crate::run_record::{Condition, GroupKey, Regime};
 
 /// The label fractions of the label-efficiency axis.
 pub const LE_FRACTIONS: [f64; 4] = [0.01, 0.05, 0.10, 0.25];
+
+/// The metric name of the per-run AUGRC that feeds the selective axis.
+pub const SELECTIVE_METRIC: &str = "augrc";
 
 /// Which robustness formula feeds the profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -69,6 +77,17 @@ pub struct AxisConfig {
     pub le_fractions: Vec<f64>,
     /// The robustness formula used for the profile.
     pub robustness: RobustnessVariant,
+    /// Lower-is-better metric of the optional fifth (selective) axis, oriented as its negation;
+    /// `None` (the default, absent from the JSON) for the four-axis CRS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selective_metric: Option<String>,
+}
+
+impl AxisConfig {
+    /// The number of axes: 4, or 5 with the selective axis.
+    pub fn n_axes(&self) -> usize {
+        if self.selective_metric.is_some() { 5 } else { 4 }
+    }
 }
 
 impl Default for AxisConfig {
@@ -81,6 +100,7 @@ impl Default for AxisConfig {
             calibration_metric: "ece".to_string(),
             le_fractions: LE_FRACTIONS.to_vec(),
             robustness: RobustnessVariant::WithShift,
+            selective_metric: None,
         }
     }
 }
@@ -100,6 +120,9 @@ pub struct CellValues {
     pub delta_mean: Option<f64>,
     pub delta_max: Option<f64>,
     pub delta_shift: Option<f64>,
+    /// `−AUGRC` (only with the selective axis; absent from the JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selective: Option<f64>,
 }
 
 impl CellValues {
@@ -113,6 +136,7 @@ impl CellValues {
                 RobustnessVariant::WithShift => self.robustness,
                 RobustnessVariant::CorruptionOnly => self.robustness_corruption_only,
             },
+            Axis::Selective => self.selective,
         }
     }
 }
@@ -149,6 +173,9 @@ pub struct AxisPlan {
     n_groups: usize,
     disc: Option<usize>,
     cal: Option<usize>,
+    /// The selective metric's index (only with the selective axis, where the metric is present).
+    sel: Option<usize>,
+    n_axes: usize,
     variant: RobustnessVariant,
 }
 
@@ -239,6 +266,8 @@ impl AxisPlan {
             n_groups: groups.len(),
             disc: find(&config.discrimination_metric),
             cal: find(&config.calibration_metric),
+            sel: config.selective_metric.as_deref().and_then(find),
+            n_axes: config.n_axes(),
             variant: config.robustness,
         })
     }
@@ -256,6 +285,11 @@ impl AxisPlan {
     /// Number of planned cells (observed encoder × dataset pairs).
     pub fn n_cells(&self) -> usize {
         self.cells.len()
+    }
+
+    /// The number of axes of the profiles (4, or 5 with the selective axis).
+    pub fn n_axes(&self) -> usize {
+        self.n_axes
     }
 
     /// The robustness variant the profiles use.
@@ -281,6 +315,7 @@ impl AxisPlan {
                 let a0 = cell.clean_full.and_then(|g| at(g, self.disc));
                 out.discrimination = a0;
                 out.calibration = cell.clean_full.and_then(|g| at(g, self.cal)).map(oriented_calibration);
+                out.selective = cell.clean_full.and_then(|g| at(g, self.sel)).map(oriented_selective);
                 // The observed points of the clean curve, ascending fraction (no allocation: the
                 // iterator is replayed for the windows).
                 let curve =
@@ -339,10 +374,15 @@ impl AxisPlan {
             .collect()
     }
 
-    /// The metric indices the plan reads (discrimination and calibration, where present).
+    /// The metric indices the plan reads (discrimination, calibration and the selective metric, where
+    /// present), distinct.
     pub fn metric_indices(&self) -> Vec<usize> {
-        let mut m: Vec<usize> = self.disc.into_iter().chain(self.cal).collect();
-        m.dedup();
+        let mut m: Vec<usize> = Vec::new();
+        for i in self.disc.into_iter().chain(self.cal).chain(self.sel) {
+            if !m.contains(&i) {
+                m.push(i);
+            }
+        }
         m
     }
 
@@ -363,6 +403,9 @@ impl AxisPlan {
                 slots.extend(disc_groups.map(|&g| g * self.n_metrics + m));
             }
             if let (Some(m), Some(g)) = (self.cal, cell.clean_full) {
+                slots.push(g * self.n_metrics + m);
+            }
+            if let (Some(m), Some(g)) = (self.sel, cell.clean_full) {
                 slots.push(g * self.n_metrics + m);
             }
         }
@@ -391,9 +434,12 @@ impl AxisPlan {
 
     /// Encoder aggregates, in [`AxisPlan::encoders`] order: per axis, the mean over the encoder's cells
     /// where the axis is observed (`None` if none); robustness per the plan's variant.
-    pub fn aggregate_values(&self, cells: &[CellValues]) -> Vec<[Option<f64>; 4]> {
-        let per_axis = AXES.map(|axis| self.encoder_means(cells, |c| c.axis(axis, self.variant)));
-        (0..self.encoders.len()).map(|e| std::array::from_fn(|a| per_axis[a][e])).collect()
+    pub fn aggregate_values(&self, cells: &[CellValues]) -> Vec<Vec<Option<f64>>> {
+        let per_axis: Vec<Vec<Option<f64>>> = axes_of(self.n_axes)
+            .iter()
+            .map(|&axis| self.encoder_means(cells, |c| c.axis(axis, self.variant)))
+            .collect();
+        (0..self.encoders.len()).map(|e| per_axis.iter().map(|a| a[e]).collect()).collect()
     }
 
     /// Encoder profiles from metric means (evaluate + aggregate), in [`AxisPlan::encoders`] order.

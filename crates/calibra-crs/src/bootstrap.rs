@@ -141,9 +141,9 @@ fn percentile_counted(counted: &[(f64, usize)], n: usize, q: f64) -> f64 {
 /// one CRS implementation ([`Anchors::from_panel`], [`crs_components`]).
 ///
 /// Errors: [`CrsError::DegenerateAnchor`] when the panel has no spread on an axis.
-pub fn panel_crs(profiles: &[[f64; 4]], weights: &ScoreWeights) -> Result<Vec<f64>, CrsError> {
+pub fn panel_crs<P: AsRef<[f64]>>(profiles: &[P], weights: &ScoreWeights) -> Result<Vec<f64>, CrsError> {
     let anchors = Anchors::from_panel(profiles)?;
-    let normalized: Vec<[f64; 4]> = profiles.iter().map(|p| anchors.normalize(p)).collect();
+    let normalized: Vec<Vec<f64>> = profiles.iter().map(|p| anchors.normalize(p.as_ref())).collect();
     Ok(normalized
         .iter()
         .enumerate()
@@ -170,10 +170,7 @@ pub fn replicate_crs(
 /// [`replicate_crs`]).
 fn crs_of_means(plan: &AxisPlan, means: &[f64], weights: &ScoreWeights) -> Option<Vec<f64>> {
     let values = plan.aggregate_values(&plan.evaluate_values(means));
-    let complete: Option<Vec<[f64; 4]>> = values
-        .iter()
-        .map(|v| v.iter().all(Option::is_some).then(|| v.map(|x| x.unwrap_or(f64::NAN))))
-        .collect();
+    let complete: Option<Vec<Vec<f64>>> = values.iter().map(|v| v.iter().copied().collect()).collect();
     panel_crs(&complete?, weights).ok()
 }
 
@@ -196,6 +193,16 @@ pub fn paired_seed_bootstrap(
         });
     }
     let plan = AxisPlan::new(table.groups(), table.metrics(), axes)?;
+    if config.weights.axis.len() != plan.n_axes() {
+        return Err(CrsError::InvalidParameter {
+            name: "bootstrap",
+            message: format!(
+                "{} axis weights for a CRS of {} axes",
+                config.weights.axis.len(),
+                plan.n_axes()
+            ),
+        });
+    }
     let n_encoders = plan.encoders().len();
     if n_encoders < 2 {
         return Err(CrsError::InvalidParameter {

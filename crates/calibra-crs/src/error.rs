@@ -12,7 +12,8 @@ use thiserror::Error;
 pub enum CrsError {
     /// An encoder has no value on an axis. Unobserved axes are never imputed, and the CRS is only
     /// defined on complete four-axis profiles.
-    #[error("encoder `{encoder}` has no {axis} value (axes are never imputed; the CRS needs all four)", axis = axis.name())]
+    #[error("encoder `{encoder}` has no {axis} value (axes are never imputed; the CRS needs all {all})",
+        axis = axis.name(), all = if *axis == Axis::Selective { "five" } else { "four" })]
     MissingAxis { encoder: String, axis: Axis },
     /// An axis value is NaN or infinite.
     #[error("encoder `{encoder}`: {axis} = {value} is not a finite number", axis = axis.name())]
@@ -42,6 +43,20 @@ pub enum CrsError {
     /// Candidates measured with other axis estimators (or on another scale) than the reference.
     #[error("{axis} was measured with `{candidate}` but the reference was built with `{reference}`")]
     EstimatorMismatch { axis: String, reference: String, candidate: String },
+    /// A reference of four axes used with a five-axis request (the selective axis), or the reverse.
+    #[error("the reference has {reference} axes but the request has {candidate}{hint}",
+        hint = if *reference == 4 {
+            ": a four-axis reference cannot score the selective axis; build a new reference with five axis weights"
+        } else {
+            ": this reference includes the selective axis; give five axis weights (and the selective analyses) to use it"
+        })]
+    AxisCountMismatch { reference: usize, candidate: usize },
+    /// A profile whose axis count differs from the weights' (4, or 5 with the selective axis).
+    #[error("encoder `{encoder}` has {found} axis values but the CRS has {expected} axes")]
+    ProfileAxisCount { encoder: String, found: usize, expected: usize },
+    /// The selective axis was requested without what it is computed from.
+    #[error("the selective axis needs {needs}")]
+    SelectiveAxisInput { needs: String },
     /// An analysis parameter out of its domain (a sub-panel size larger than the panel, zero draws...).
     #[error("invalid parameter {name}: {message}")]
     InvalidParameter { name: &'static str, message: String },

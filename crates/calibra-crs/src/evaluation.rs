@@ -10,6 +10,11 @@
 //! 2. **Cell axes and profiles** for the configured regime ([`AxisConfig`], default `frozen`): see
 //!    [`crate::axes`]. Every encoder of that regime must be observed on all four axes (an encoder
 //!    missing a whole axis is an error naming it and the axis: axes are never imputed).
+//!    With [`AxisConfig::selective_metric`] (five axis weights) there is a fifth axis, **selective** =
+//!    −AUGRC of the same clean full-label group ([`crate::selective_axis`] attaches the per-run AUGRC from
+//!    the selective analyses); every step below then works on five axes, the substitutions add
+//!    `selective=aurc` / `selective=eaurc`, and a run set that cannot give the five-axis CRS is an error
+//!    (an explicit request). Without it nothing changes: the optional fields are absent from the JSON.
 //! 3. **Reference and CRS**: with no saved reference, one is built from the run set's own panel (anchors
 //!    = panel min/max per oriented axis) with the configured weights; with a saved reference, the
 //!    candidates must have been measured with its estimators and are scored with its frozen anchors,
@@ -67,7 +72,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use calibra_metrics::spearman_rho;
 use serde::Serialize;
 
-use crate::axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
+use crate::axes::{
+    AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant, SELECTIVE_METRIC,
+};
 use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
 use crate::calibration_stability::{CalibrationStability, calibration_stability};
 use crate::convergence::ConvergenceReport;
@@ -75,7 +82,7 @@ use crate::encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions, encoder_a
 use crate::error::CrsError;
 use crate::focus_analyses::FocusReport;
 use crate::metric_rows::SeedTable;
-use crate::profile::{AXES, Axis, Profile};
+use crate::profile::{Axis, Profile, axes_of};
 use crate::rank_compare::{RankComparison, compare_rankings};
 use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale};
 use crate::regime_comparison::RegimeComparison;
@@ -168,6 +175,9 @@ pub fn estimators_for(axes: &AxisConfig) -> AxisEstimators {
             RobustnessVariant::WithShift => AxisEstimators::DELTA_MEAN_MAX_SHIFT.to_string(),
             RobustnessVariant::CorruptionOnly => "delta_mean_max_corruption_only".to_string(),
         },
+        selective: axes.selective_metric.as_ref().map(|m| {
+            if m == SELECTIVE_METRIC { AxisEstimators::AUGRC_MSP.to_string() } else { format!("{m}_msp") }
+        }),
     }
 }
 
@@ -217,16 +227,21 @@ pub struct EncoderProfile {
     pub aulc: Option<f64>,
     /// Cells (datasets) observed.
     pub cells: usize,
-    /// Oriented values (calibration = −ECE), indexed as [`AXES`].
-    pub oriented: [Option<f64>; 4],
+    /// Mean raw selective metric (AUGRC, lower is better) over the encoder's cells; only with the
+    /// selective axis (absent from the JSON otherwise). The oriented axis is its negation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selective_error: Option<f64>,
+    /// Oriented values (calibration = −ECE, selective = −AUGRC), indexed as [`crate::ALL_AXES`].
+    pub oriented: Vec<Option<f64>>,
 }
 
 /// One encoder's CRS.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EncoderCrs {
     pub encoder: String,
-    /// Values normalised with the reference's anchors (clipped to [0, 1]), indexed as [`AXES`].
-    pub normalized: [f64; 4],
+    /// Values normalised with the reference's anchors (clipped to [0, 1]), indexed as
+    /// [`crate::ALL_AXES`].
+    pub normalized: Vec<f64>,
     pub dominance: f64,
     pub ideal: f64,
     pub worst: f64,
@@ -297,7 +312,8 @@ pub struct Evaluation {
     pub estimators: AxisEstimators,
     /// Weights in force (the saved reference's, or the configured ones).
     pub component_weights: ComponentWeights,
-    pub axis_weights: [f64; 4],
+    /// Four weights, or five with the selective axis.
+    pub axis_weights: Vec<f64>,
     /// `panel` (built from this run set), `saved`, or `none` (no CRS: see `crs_not_computed`).
     pub reference_origin: &'static str,
     /// The reference used, as its versioned JSON document (`null` without a CRS).
@@ -400,16 +416,22 @@ fn profiles_or_why_not(
             format!("clean runs of one probe at the label fractions {} and 1", fractions.join(", "))
         }
         Axis::Robustness => "perturbation runs at label fraction 1".to_string(),
+        Axis::Selective => format!(
+            "the per-run `{}` of clean runs at label fraction 1 (from their predictions files: \
+             `calibra eval --selective`)",
+            axes.selective_metric.as_deref().unwrap_or(SELECTIVE_METRIC)
+        ),
     };
-    let missing: Vec<String> = AXES
+    let missing: Vec<String> = axes_of(axes.n_axes())
         .iter()
         .filter(|&&axis| profiles.iter().all(|p| p.get(axis).is_none()))
         .map(|&axis| format!("the {} axis needs {}", axis.name(), needs(axis)))
         .collect();
     if !missing.is_empty() {
         return Ok(Err(format!(
-            "{NOT_COMPUTED}: no encoder of regime `{}` has all four axes: {}",
+            "{NOT_COMPUTED}: no encoder of regime `{}` has all {} axes: {}",
             axes.regime,
+            if axes.n_axes() == 5 { "five" } else { "four" },
             missing.join("; ")
         )));
     }
@@ -459,6 +481,22 @@ impl Evaluation {
     pub fn build(set: &RunRecordSet, options: &EvaluationOptions) -> Result<Self, CrsError> {
         if set.is_empty() {
             return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
+        }
+        if options.reference.is_none() && options.weights.axis.len() != options.axes.n_axes() {
+            return Err(if options.weights.axis.has_selective() {
+                CrsError::SelectiveAxisInput {
+                    needs: "the selective analyses' per-run AUGRC (the axis configuration names no \
+                            selective metric: `calibra eval --selective`)"
+                        .into(),
+                }
+            } else {
+                CrsError::InvalidParameter {
+                    name: "axis weights",
+                    message: "the axis configuration has the selective axis but only 4 axis weights were \
+                              given; give 5"
+                        .into(),
+                }
+            });
         }
         let records = set.len();
         // Estimate records are predictions, not fits: nothing but the transfer prediction sees them.
@@ -518,6 +556,12 @@ impl Evaluation {
                         message: format!("cannot score against the saved reference: {reason}"),
                     });
                 }
+                if options.axes.selective_metric.is_some() {
+                    // Five axis weights are an explicit request for the five-axis CRS.
+                    return Err(CrsError::SelectiveAxisInput {
+                        needs: format!("a five-axis CRS, which this run set cannot give: {reason}"),
+                    });
+                }
                 let mut transfer_notes = Vec::new();
                 let targets = prediction_targets(
                     &table,
@@ -551,7 +595,7 @@ impl Evaluation {
                     axes: options.axes.clone(),
                     estimators,
                     component_weights: options.weights.component,
-                    axis_weights: options.weights.axis.as_array(),
+                    axis_weights: options.weights.axis.as_slice().to_vec(),
                     reference_origin: "none",
                     reference: serde_json::Value::Null,
                     reference_used: None,
@@ -598,7 +642,8 @@ impl Evaluation {
                 robustness_corruption_only: corruption_only[e],
                 aulc: aulc[e],
                 cells: cell_count[e],
-                oriented: p.values,
+                selective_error: p.get(Axis::Selective).map(|c| -c),
+                oriented: p.values.clone(),
             })
             .collect();
         for p in &profiles {
@@ -644,7 +689,7 @@ impl Evaluation {
                     bootstrap.as_ref().and_then(|b| b.encoders.iter().find(|e| e.encoder == s.encoder));
                 EncoderCrs {
                     encoder: s.encoder.clone(),
-                    normalized: s.normalized,
+                    normalized: s.normalized.clone(),
                     dominance: s.components.dominance,
                     ideal: s.components.ideal,
                     worst: s.components.worst,
@@ -716,6 +761,18 @@ impl Evaluation {
                 ));
             }
         }
+        // The selective axis's estimator substitutions: AURC and E-AURC for AUGRC, where the records
+        // carry them (the selective analyses attach all three, see `crate::selective_axis`).
+        if let Some(selective) = &options.axes.selective_metric {
+            for metric in crate::selective_axis::SUBSTITUTE_METRICS {
+                if metric != selective && input.metrics.iter().any(|m| m == metric) {
+                    candidates.push((
+                        format!("selective={metric}"),
+                        AxisConfig { selective_metric: Some(metric.to_string()), ..options.axes.clone() },
+                    ));
+                }
+            }
+        }
         for (estimator, axes) in candidates {
             let result = primary.as_ref().map_err(|e| e.to_string()).and_then(|primary| {
                 let (_, _, subst) = plan_profiles(&table, means, &axes).map_err(|e| e.to_string())?;
@@ -730,8 +787,9 @@ impl Evaluation {
 
         // Axis correlations.
         let mut correlations = Vec::new();
-        for (i, &a) in AXES.iter().enumerate() {
-            for &b in &AXES[i + 1..] {
+        let axes = axes_of(options.axes.n_axes());
+        for (i, &a) in axes.iter().enumerate() {
+            for &b in &axes[i + 1..] {
                 let enc: Vec<_> = profiles.iter().map(|p| (p.get(a), p.get(b))).collect();
                 correlations.push(correlation("encoder", a.name(), b.name(), &enc));
                 let cell: Vec<_> = cells
@@ -754,8 +812,11 @@ impl Evaluation {
         // Per-domain CRS.
         let mut by_domain: BTreeMap<&str, Vec<Profile>> = BTreeMap::new();
         for cell in &cells {
-            let values = AXES.map(|a| cell.values.axis(a, options.axes.robustness));
-            by_domain.entry(&cell.dataset).or_default().push(Profile::new(cell.encoder.clone(), values));
+            let values = axes.iter().map(|&a| cell.values.axis(a, options.axes.robustness)).collect();
+            by_domain
+                .entry(&cell.dataset)
+                .or_default()
+                .push(Profile::with_values(cell.encoder.clone(), values));
         }
         let mut per_domain = Vec::new();
         for (dataset, domain_profiles) in by_domain {
@@ -824,7 +885,7 @@ impl Evaluation {
             axes: options.axes.clone(),
             estimators,
             component_weights: weights.component,
-            axis_weights: weights.axis.as_array(),
+            axis_weights: weights.axis.as_slice().to_vec(),
             reference_origin: origin,
             reference: reference_json,
             reference_used: Some(reference),

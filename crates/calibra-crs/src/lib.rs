@@ -1,6 +1,7 @@
 //! calibra-crs: the reliability protocol of `shared/spec/crs-protocol.md`.
 //!
-//! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness),
+//! Owns: oriented four-axis profiles (discrimination, calibration, label efficiency, robustness; an
+//! optional fifth, selective = −AUGRC, on request: [`selective_axis`]),
 //! references (a frozen panel with anchors, saved as versioned JSON), the Clinical Reliability Score
 //! (dominance D, ideal-point S, worst-axis W), run records → metric rows → axes, the paired-seed
 //! bootstrap, stability analyses, calibration stability across seeds and prompt templates, and rank
@@ -50,10 +51,13 @@ pub mod transfer_prediction;
 // Selective prediction, conformal sets and shift detection from predictions (issue 24 item 4).
 pub mod conformal_split;
 pub mod selective_analyses;
+pub mod selective_axis;
 pub mod selective_error;
 
 pub use adaptation_deltas::{DeltaEstimate, PairedBootstrapConfig};
-pub use axes::{AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant};
+pub use axes::{
+    AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant, SELECTIVE_METRIC,
+};
 pub use bootstrap::{BootstrapConfig, BootstrapResult, EncoderBootstrap, paired_seed_bootstrap};
 pub use calibration_stability::{
     CalibrationStability, MetricSpread, STABILITY_METRICS, StabilityAxis, StabilityRow, TemplateId,
@@ -67,7 +71,7 @@ pub use focus_error::FocusError;
 pub use group_columns::{GapKind, GroupColumn, GroupSplit};
 pub use metric_rows::{MetricRow, MetricRows, SeedTable};
 pub use normalize::{Anchors, AxisAnchor};
-pub use profile::{AXES, Axis, Profile, oriented_calibration};
+pub use profile::{ALL_AXES, AXES, Axis, Profile, axes_of, oriented_calibration, oriented_selective};
 pub use profile_table::{parse_profiles_csv, read_profiles_csv};
 pub use rank_compare::{RankComparison, RankMove, compare_rankings};
 pub use reference::{
@@ -85,6 +89,7 @@ pub use score::{
     ordinal_ranks, pareto_dominates, worst_axis,
 };
 pub use selective_analyses::{SelectiveOptions, SelectiveReport, selective_analyses};
+pub use selective_axis::with_selective_metrics;
 pub use selective_error::SelectiveError;
 pub use stability::{
     Agreement, Displacement, Insertion, InsertionTrial, LeaveOneOut, RankAgreement, StabilityConfig,

@@ -4,7 +4,7 @@
 //! maximum oriented value on each axis, frozen when the reference is built.
 
 use crate::error::CrsError;
-use crate::profile::{AXES, Axis};
+use crate::profile::{Axis, axes_of};
 use serde::{Deserialize, Serialize};
 
 /// The anchors of one axis: `lower` maps to 0, `upper` to 1. Always finite with `lower < upper`.
@@ -16,12 +16,17 @@ pub struct AxisAnchor {
     pub upper: f64,
 }
 
-/// Anchors for the four axes, indexed as [`AXES`]. Construct with [`Anchors::new`],
-/// [`Anchors::from_panel`] or [`Anchors::unit`]; every constructor guarantees finite `lower < upper`.
+/// Anchors for the four axes (or five with the selective axis), indexed as [`crate::ALL_AXES`].
+/// Construct with [`Anchors::new`], [`Anchors::from_slice`], [`Anchors::from_panel`] or
+/// [`Anchors::unit`]; every constructor guarantees finite `lower < upper`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Anchors {
-    axes: [AxisAnchor; 4],
+    /// Entries from `len` on are unused.
+    axes: [AxisAnchor; 5],
+    len: usize,
 }
+
+const UNIT: AxisAnchor = AxisAnchor { lower: 0.0, upper: 1.0 };
 
 impl Anchors {
     /// Anchors given explicitly.
@@ -29,18 +34,40 @@ impl Anchors {
     /// # Errors
     /// [`CrsError::DegenerateAnchor`] unless every axis has finite `lower < upper`.
     pub fn new(axes: [AxisAnchor; 4]) -> Result<Self, CrsError> {
-        for axis in AXES {
-            let a = axes[axis.index()];
+        Anchors::from_slice(&axes)
+    }
+
+    /// Anchors of 4 axes, or of 5 with the selective axis.
+    ///
+    /// # Errors
+    /// [`CrsError::DegenerateAnchor`] unless every axis has finite `lower < upper`.
+    ///
+    /// # Panics
+    /// If there are not 4 or 5 anchors.
+    pub fn from_slice(anchors: &[AxisAnchor]) -> Result<Self, CrsError> {
+        for (&axis, a) in axes_of(anchors.len()).iter().zip(anchors) {
             if !(a.lower.is_finite() && a.upper.is_finite() && a.lower < a.upper) {
                 return Err(CrsError::DegenerateAnchor { axis, lower: a.lower, upper: a.upper });
             }
         }
-        Ok(Anchors { axes })
+        let mut axes = [UNIT; 5];
+        axes[..anchors.len()].copy_from_slice(anchors);
+        Ok(Anchors { axes, len: anchors.len() })
     }
 
-    /// The identity anchors `(0, 1)` on every axis, for profiles that are already normalised.
+    /// The identity anchors `(0, 1)` on the four default axes, for profiles that are already
+    /// normalised.
     pub fn unit() -> Self {
-        Anchors { axes: [AxisAnchor { lower: 0.0, upper: 1.0 }; 4] }
+        Anchors::unit_of(4)
+    }
+
+    /// The identity anchors `(0, 1)` on `n` axes (4, or 5 with the selective axis).
+    ///
+    /// # Panics
+    /// If `n` is not 4 or 5.
+    pub fn unit_of(n: usize) -> Self {
+        axes_of(n);
+        Anchors { axes: [UNIT; 5], len: n }
     }
 
     /// The default anchors of a panel: `l_a = min_j s_a^(j)`, `u_a = max_j s_a^(j)` over the panel's
@@ -49,12 +76,18 @@ impl Anchors {
     /// # Errors
     /// [`CrsError::EmptyPanel`] for no rows; [`CrsError::DegenerateAnchor`] when every panel member has
     /// the same value on an axis (no scale to normalise by) or a value is not finite.
-    pub fn from_panel(values: &[[f64; 4]]) -> Result<Self, CrsError> {
+    ///
+    /// # Panics
+    /// If the rows do not all have the same count of 4 or 5 values.
+    pub fn from_panel<P: AsRef<[f64]>>(values: &[P]) -> Result<Self, CrsError> {
         if values.is_empty() {
             return Err(CrsError::EmptyPanel);
         }
-        let mut axes = [AxisAnchor { lower: f64::INFINITY, upper: f64::NEG_INFINITY }; 4];
+        let n = values[0].as_ref().len();
+        let mut axes = vec![AxisAnchor { lower: f64::INFINITY, upper: f64::NEG_INFINITY }; n];
         for row in values {
+            let row = row.as_ref();
+            assert_eq!(row.len(), n, "panel rows of different axis counts");
             for (anchor, &v) in axes.iter_mut().zip(row) {
                 // `f64::min` would skip a NaN; poison the anchor instead so that `new` rejects it.
                 anchor.lower =
@@ -62,7 +95,7 @@ impl Anchors {
                 anchor.upper = anchor.upper.max(v);
             }
         }
-        Anchors::new(axes)
+        Anchors::from_slice(&axes)
     }
 
     /// The anchors of one axis.
@@ -70,23 +103,40 @@ impl Anchors {
         self.axes[axis.index()]
     }
 
-    /// All four anchors, indexed as [`AXES`].
-    pub fn as_array(&self) -> [AxisAnchor; 4] {
-        self.axes
+    /// All anchors (4, or 5 with the selective axis), indexed as [`crate::ALL_AXES`].
+    pub fn as_slice(&self) -> &[AxisAnchor] {
+        &self.axes[..self.len]
+    }
+
+    /// The number of axes (4, or 5 with the selective axis).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never empty (4 or 5 anchors); for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 
     /// `s̃_a = clip((s_a − l_a) / (u_a − l_a), 0, 1)` on every axis.
-    pub fn normalize(&self, values: &[f64; 4]) -> [f64; 4] {
-        std::array::from_fn(|i| {
-            let AxisAnchor { lower, upper } = self.axes[i];
-            ((values[i] - lower) / (upper - lower)).clamp(0.0, 1.0)
-        })
+    ///
+    /// # Panics
+    /// If `values` does not have one value per anchor.
+    pub fn normalize(&self, values: &[f64]) -> Vec<f64> {
+        assert_eq!(values.len(), self.len, "{} values for {} anchors", values.len(), self.len);
+        self.as_slice()
+            .iter()
+            .zip(values)
+            .map(|(&AxisAnchor { lower, upper }, &v)| ((v - lower) / (upper - lower)).clamp(0.0, 1.0))
+            .collect()
     }
 
     /// The axes on which `values` lies outside `[l_a, u_a]`, i.e. where normalisation saturates.
     /// Repeated saturation by new candidates signals that a successor reference is needed.
-    pub fn saturated_axes(&self, values: &[f64; 4]) -> Vec<Axis> {
-        AXES.into_iter()
+    pub fn saturated_axes(&self, values: &[f64]) -> Vec<Axis> {
+        axes_of(self.len)
+            .iter()
+            .copied()
             .filter(|a| {
                 let AxisAnchor { lower, upper } = self.axes[a.index()];
                 let v = values[a.index()];
@@ -125,7 +175,7 @@ mod tests {
     fn a_panel_without_spread_has_no_anchors() {
         let err = Anchors::from_panel(&[[0.5, 0.1, 0.2, 0.3], [0.6, 0.1, 0.3, 0.4]]).unwrap_err();
         assert!(matches!(err, CrsError::DegenerateAnchor { axis: Axis::Calibration, .. }), "{err}");
-        assert!(matches!(Anchors::from_panel(&[]), Err(CrsError::EmptyPanel)));
+        assert!(matches!(Anchors::from_panel::<[f64; 4]>(&[]), Err(CrsError::EmptyPanel)));
         let nan =
             Anchors::from_panel(&[[0.5, 0.1, 0.2, 0.3], [0.6, 0.2, f64::NAN, 0.4], [0.7, 0.3, 0.4, 0.5]]);
         assert!(matches!(nan, Err(CrsError::DegenerateAnchor { axis: Axis::LabelEfficiency, .. })));

@@ -1,4 +1,6 @@
-//! An encoder's oriented four-axis reliability profile: every axis is "larger is better".
+//! An encoder's oriented reliability profile: every axis is "larger is better". The CRS has four axes by
+//! default; the optional fifth, [`Axis::Selective`] (`−AUGRC`, issue 24), takes part only when asked
+//! for, and a profile then holds five values.
 
 use crate::error::CrsError;
 use serde::{Deserialize, Serialize};
@@ -15,11 +17,27 @@ pub enum Axis {
     LabelEfficiency,
     /// `max(0, 1 − (δ̄ + δmax + 1_shift·δshift) / (2 + 1_shift))`.
     Robustness,
+    /// Optional fifth axis: `−AUGRC` (area under the generalized risk–coverage curve, MSP confidence)
+    /// of the clean test predictions, only when requested (`--axis-weights` with five weights).
+    Selective,
 }
 
-/// The axes in canonical order; `Profile::values` is indexed the same way.
+/// The four default axes in canonical order; `Profile::values` is indexed the same way.
 pub const AXES: [Axis; 4] =
     [Axis::Discrimination, Axis::Calibration, Axis::LabelEfficiency, Axis::Robustness];
+
+/// Every axis, the optional [`Axis::Selective`] last.
+pub const ALL_AXES: [Axis; 5] =
+    [Axis::Discrimination, Axis::Calibration, Axis::LabelEfficiency, Axis::Robustness, Axis::Selective];
+
+/// The axes of a CRS with `n` axes (4, or 5 with the selective axis), in canonical order.
+///
+/// # Panics
+/// If `n` is not 4 or 5.
+pub fn axes_of(n: usize) -> &'static [Axis] {
+    assert!(n == 4 || n == 5, "a CRS has 4 or 5 axes, not {n}");
+    &ALL_AXES[..n]
+}
 
 impl Axis {
     /// Index into [`AXES`] and [`Profile::values`].
@@ -34,6 +52,7 @@ impl Axis {
             Axis::Calibration => "calibration",
             Axis::LabelEfficiency => "label_efficiency",
             Axis::Robustness => "robustness",
+            Axis::Selective => "selective",
         }
     }
 }
@@ -44,24 +63,42 @@ impl Axis {
 pub struct Profile {
     /// The encoder (a unique name within a panel).
     pub encoder: String,
-    /// Oriented axis values indexed as [`AXES`]; `None` where the axis was not observed.
-    pub values: [Option<f64>; 4],
+    /// Oriented axis values indexed as [`ALL_AXES`] (four, or five with the selective axis); `None` where
+    /// the axis was not observed.
+    pub values: Vec<Option<f64>>,
 }
 
 impl Profile {
     /// A profile from its encoder name and oriented axis values (indexed as [`AXES`]).
     pub fn new(encoder: impl Into<String>, values: [Option<f64>; 4]) -> Self {
+        Profile { encoder: encoder.into(), values: values.to_vec() }
+    }
+
+    /// A profile from its encoder name and 4 or 5 oriented axis values (indexed as [`ALL_AXES`]).
+    ///
+    /// # Panics
+    /// If there are not 4 or 5 values.
+    pub fn with_values(encoder: impl Into<String>, values: Vec<Option<f64>>) -> Self {
+        axes_of(values.len());
         Profile { encoder: encoder.into(), values }
     }
 
-    /// A profile observed on all four axes.
-    pub fn complete(encoder: impl Into<String>, values: [f64; 4]) -> Self {
-        Profile { encoder: encoder.into(), values: values.map(Some) }
+    /// A profile observed on all of its (4 or 5) axes.
+    ///
+    /// # Panics
+    /// If there are not 4 or 5 values.
+    pub fn complete(encoder: impl Into<String>, values: impl AsRef<[f64]>) -> Self {
+        Profile::with_values(encoder, values.as_ref().iter().copied().map(Some).collect())
     }
 
-    /// The value on one axis (`None` if unobserved).
+    /// The axes of this profile (4, or 5 with the selective axis).
+    pub fn axes(&self) -> &'static [Axis] {
+        axes_of(self.values.len())
+    }
+
+    /// The value on one axis (`None` if unobserved or not one of this profile's axes).
     pub fn get(&self, axis: Axis) -> Option<f64> {
-        self.values[axis.index()]
+        self.values.get(axis.index()).copied().flatten()
     }
 
     /// The four values, requiring every axis to be observed and finite: the CRS is defined on complete
@@ -69,9 +106,9 @@ impl Profile {
     ///
     /// # Errors
     /// [`CrsError::MissingAxis`] for the first unobserved axis, [`CrsError::NonFinite`] for NaN/±∞.
-    pub fn require_complete(&self) -> Result<[f64; 4], CrsError> {
-        let mut out = [0.0; 4];
-        for axis in AXES {
+    pub fn require_complete(&self) -> Result<Vec<f64>, CrsError> {
+        let mut out = vec![0.0; self.values.len()];
+        for &axis in self.axes() {
             let value = self
                 .get(axis)
                 .ok_or_else(|| CrsError::MissingAxis { encoder: self.encoder.clone(), axis })?;
@@ -82,6 +119,11 @@ impl Profile {
         }
         Ok(out)
     }
+}
+
+/// Orient a raw AUGRC (lower is better) so that larger is better: `−AUGRC`.
+pub fn oriented_selective(augrc: f64) -> f64 {
+    -augrc
 }
 
 /// Orient a raw expected calibration error so that larger is better: `−ECE`.

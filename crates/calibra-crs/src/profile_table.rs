@@ -5,11 +5,16 @@
 //! AUROC retention ≥ 0 (ratios above 1 are kept), robustness in [0, 1]. On the normalised scale all four
 //! are already oriented and in [0, 1], and nothing is re-oriented.
 //!
+//! An optional sixth column `selective` (issue 24) gives the fifth axis: raw AUGRC in [0, 1] (lower is
+//! better; oriented here as −AUGRC) on the oriented scale, an oriented normalised value on the normalised
+//! scale. A table with it gives five-axis profiles (to be scored with five axis weights); without it,
+//! four-axis profiles exactly as before.
+//!
 //! Lines starting with `#` are comments (e.g. the source of transcribed profiles); line numbers in errors
 //! count them.
 
 use crate::error::CrsError;
-use crate::profile::{AXES, Axis, Profile, oriented_calibration};
+use crate::profile::{Axis, Profile, axes_of, oriented_calibration, oriented_selective};
 use crate::reference::ValueScale;
 use std::collections::HashMap;
 use std::io::Read;
@@ -18,6 +23,9 @@ use std::path::Path;
 /// The columns of a profiles table. Columns may come in any order; all five are required.
 pub const PROFILE_COLUMNS: [&str; 5] =
     ["encoder", "discrimination", "calibration", "label_efficiency", "robustness"];
+
+/// The optional column of the fifth (selective) axis.
+pub const SELECTIVE_COLUMN: &str = "selective";
 
 /// Read a profiles table from a file. See the module documentation for the columns and ranges.
 ///
@@ -38,6 +46,7 @@ fn admissible(axis: Axis, scale: ValueScale) -> (f64, f64, &'static str) {
             (0.0, f64::INFINITY, "an AUROC retention ≥ 0 (ratios above 1 are kept)")
         }
         (ValueScale::Oriented, Axis::Robustness) => (0.0, 1.0, "a robustness score in [0, 1]"),
+        (ValueScale::Oriented, Axis::Selective) => (0.0, 1.0, "a raw AUGRC in [0, 1] (lower is better)"),
     }
 }
 
@@ -68,9 +77,9 @@ pub fn parse_profiles_csv(
     }
     let mut position: HashMap<&str, usize> = HashMap::new();
     for (i, name) in headers.iter().enumerate() {
-        if !PROFILE_COLUMNS.contains(&name) {
+        if !PROFILE_COLUMNS.contains(&name) && name != SELECTIVE_COLUMN {
             return Err(header_error(format!(
-                "unknown column `{name}`; expected exactly `{}`",
+                "unknown column `{name}`; expected exactly `{}` (and optionally `{SELECTIVE_COLUMN}`)",
                 PROFILE_COLUMNS.join(",")
             )));
         }
@@ -85,6 +94,7 @@ pub fn parse_profiles_csv(
         )));
     }
 
+    let axes = axes_of(if position.contains_key(SELECTIVE_COLUMN) { 5 } else { 4 });
     let mut profiles = Vec::new();
     let mut first_line: HashMap<String, u64> = HashMap::new();
     for record in csv.records() {
@@ -116,8 +126,8 @@ pub fn parse_profiles_csv(
                 message: format!("encoder `{encoder}` already appears on line {previous}"),
             });
         }
-        let mut values = [None; 4];
-        for axis in AXES {
+        let mut values = vec![None; axes.len()];
+        for &axis in axes {
             let text = &record[position[axis.name()]];
             let (lo, hi, what) = admissible(axis, scale);
             if text.is_empty() {
@@ -134,10 +144,11 @@ pub fn parse_profiles_csv(
             }
             values[axis.index()] = Some(match (scale, axis) {
                 (ValueScale::Oriented, Axis::Calibration) => oriented_calibration(value),
+                (ValueScale::Oriented, Axis::Selective) => oriented_selective(value),
                 _ => value,
             });
         }
-        profiles.push(Profile::new(encoder, values));
+        profiles.push(Profile::with_values(encoder, values));
     }
     if profiles.is_empty() {
         return Err(CrsError::TableRow {
@@ -219,5 +230,24 @@ mod tests {
             err.contains("column `label_efficiency`: 1.2 is out of range; expected a normalised"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_selective_column_gives_five_axis_profiles_oriented_as_negative_augrc() {
+        let head = "encoder,discrimination,calibration,label_efficiency,robustness";
+        let four = parse(&format!("{head}\nA,0.9,0.05,1.0,0.8\n"), ValueScale::Oriented).unwrap();
+        assert_eq!(four[0].values.len(), 4);
+        let five =
+            parse(&format!("selective,{head}\n0.125,A,0.9,0.05,1.0,0.8\n"), ValueScale::Oriented).unwrap();
+        assert_eq!(&five[0].values[..4], &four[0].values[..]);
+        assert_eq!(five[0].get(Axis::Selective), Some(oriented_selective(0.125)));
+        let err = parse(&format!("{head},selective\nA,0.9,0.05,1.0,0.8,1.5\n"), ValueScale::Oriented)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("column `selective`: 1.5 is out of range; expected a raw AUGRC"), "{err}");
+        let err = parse(&format!("{head},selective\nA,0.9,0.05,1.0,0.8,\n"), ValueScale::Oriented)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("column `selective`: missing value"), "{err}");
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::error::CrsError;
 use crate::normalize::{Anchors, AxisAnchor};
-use crate::profile::{AXES, Axis, Profile};
+use crate::profile::{Axis, Profile, axes_of};
 use crate::score::{AxisWeights, ComponentWeights, CrsComponents, ScoreWeights, crs_components};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -54,6 +54,10 @@ pub struct AxisEstimators {
     pub label_efficiency: String,
     /// Default [`AxisEstimators::DELTA_MEAN_MAX_SHIFT`].
     pub robustness: String,
+    /// The optional fifth axis's estimator ([`AxisEstimators::AUGRC_MSP`]); `None` (and absent from
+    /// the JSON, so four-axis references are unchanged) for the default four-axis CRS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selective: Option<String>,
 }
 
 impl AxisEstimators {
@@ -65,14 +69,23 @@ impl AxisEstimators {
     pub const AUROC_RETENTION: &str = "auroc_retention_1_5_10_25";
     /// `max(0, 1 − (δ̄ + δmax + 1_shift δshift) / (2 + 1_shift))`.
     pub const DELTA_MEAN_MAX_SHIFT: &str = "delta_mean_max_shift";
+    /// `−AUGRC` of the clean test predictions with the maximum softmax probability as confidence.
+    pub const AUGRC_MSP: &str = "augrc_msp";
+
+    /// The number of axes these estimators describe: 4, or 5 with the selective axis.
+    pub fn n_axes(&self) -> usize {
+        if self.selective.is_some() { 5 } else { 4 }
+    }
 
     /// The estimator of one axis.
+    /// `""` for the selective axis of four-axis estimators.
     pub fn get(&self, axis: Axis) -> &str {
         match axis {
             Axis::Discrimination => &self.discrimination,
             Axis::Calibration => &self.calibration,
             Axis::LabelEfficiency => &self.label_efficiency,
             Axis::Robustness => &self.robustness,
+            Axis::Selective => self.selective.as_deref().unwrap_or(""),
         }
     }
 }
@@ -84,6 +97,7 @@ impl Default for AxisEstimators {
             calibration: Self::ECE_15_EQUAL_WIDTH.into(),
             label_efficiency: Self::AUROC_RETENTION.into(),
             robustness: Self::DELTA_MEAN_MAX_SHIFT.into(),
+            selective: None,
         }
     }
 }
@@ -118,7 +132,7 @@ pub struct CrsScore {
     /// The encoder.
     pub encoder: String,
     /// Its values normalised with the reference's anchors (clipped to [0, 1]).
-    pub normalized: [f64; 4],
+    pub normalized: Vec<f64>,
     /// D, S, W and CRS.
     pub components: CrsComponents,
     /// Axes on which the candidate lies outside the anchors (its normalised value was clipped).
@@ -136,24 +150,51 @@ pub struct Reference {
     domain: Option<String>,
     anchors: Anchors,
     /// Panel encoders with their values on the reference's scale.
-    panel: Vec<(String, [f64; 4])>,
+    panel: Vec<(String, Vec<f64>)>,
     /// The panel normalised with `anchors`, in panel order.
-    panel_normalized: Vec<[f64; 4]>,
+    panel_normalized: Vec<Vec<f64>>,
     /// Encoder name → panel index.
     index: HashMap<String, usize>,
 }
 
 /// Complete, finite values with unique names; on the normalised scale also within [0, 1].
-fn checked_values(profiles: &[Profile], scale: ValueScale) -> Result<Vec<(String, [f64; 4])>, CrsError> {
+/// The estimators, weights (and anchors, where given) of a reference must describe the same axes.
+fn check_axis_counts(config: &ReferenceConfig, anchors: Option<&Anchors>) -> Result<(), CrsError> {
+    let n = config.weights.axis.len();
+    if config.estimators.n_axes() != n || anchors.is_some_and(|a| a.len() != n) {
+        return Err(CrsError::InvalidParameter {
+            name: "reference",
+            message: format!(
+                "{n} axis weights with estimators of {} axes{}",
+                config.estimators.n_axes(),
+                anchors.map(|a| format!(" and anchors of {} axes", a.len())).unwrap_or_default()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn checked_values(
+    profiles: &[Profile],
+    scale: ValueScale,
+    n_axes: usize,
+) -> Result<Vec<(String, Vec<f64>)>, CrsError> {
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(profiles.len());
     for p in profiles {
         if !seen.insert(p.encoder.as_str()) {
             return Err(CrsError::DuplicateEncoder { encoder: p.encoder.clone() });
         }
+        if p.values.len() != n_axes {
+            return Err(CrsError::ProfileAxisCount {
+                encoder: p.encoder.clone(),
+                found: p.values.len(),
+                expected: n_axes,
+            });
+        }
         let values = p.require_complete()?;
         if scale == ValueScale::Normalized {
-            for axis in AXES {
+            for &axis in p.axes() {
                 let value = values[axis.index()];
                 if !(0.0..=1.0).contains(&value) {
                     return Err(CrsError::OutsideUnitInterval { encoder: p.encoder.clone(), axis, value });
@@ -174,15 +215,16 @@ impl Reference {
     /// [`CrsError::NonFinite`], [`CrsError::OutsideUnitInterval`] (normalised scale), and
     /// [`CrsError::DegenerateAnchor`] when the panel has no spread on an axis.
     pub fn build(panel: &[Profile], config: ReferenceConfig) -> Result<Self, CrsError> {
-        let members = checked_values(panel, config.scale)?;
+        check_axis_counts(&config, None)?;
+        let members = checked_values(panel, config.scale, config.weights.axis.len())?;
         if members.is_empty() {
             return Err(CrsError::EmptyPanel);
         }
         let anchors = match config.scale {
             ValueScale::Oriented => {
-                Anchors::from_panel(&members.iter().map(|(_, v)| *v).collect::<Vec<_>>())?
+                Anchors::from_panel(&members.iter().map(|(_, v)| v.as_slice()).collect::<Vec<_>>())?
             }
-            ValueScale::Normalized => Anchors::unit(),
+            ValueScale::Normalized => Anchors::unit_of(config.weights.axis.len()),
         };
         Ok(Reference::assemble(members, anchors, config))
     }
@@ -196,14 +238,15 @@ impl Reference {
         anchors: Anchors,
         config: ReferenceConfig,
     ) -> Result<Self, CrsError> {
-        let members = checked_values(panel, config.scale)?;
+        check_axis_counts(&config, Some(&anchors))?;
+        let members = checked_values(panel, config.scale, config.weights.axis.len())?;
         if members.is_empty() {
             return Err(CrsError::EmptyPanel);
         }
         Ok(Reference::assemble(members, anchors, config))
     }
 
-    fn assemble(panel: Vec<(String, [f64; 4])>, anchors: Anchors, config: ReferenceConfig) -> Self {
+    fn assemble(panel: Vec<(String, Vec<f64>)>, anchors: Anchors, config: ReferenceConfig) -> Self {
         let panel_normalized = panel.iter().map(|(_, v)| anchors.normalize(v)).collect();
         let index = panel.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
         Reference {
@@ -256,7 +299,7 @@ impl Reference {
 
     /// The panel as profiles (values on the reference's scale), in panel order.
     pub fn panel_profiles(&self) -> Vec<Profile> {
-        self.panel.iter().map(|(name, v)| Profile::complete(name.clone(), *v)).collect()
+        self.panel.iter().map(|(name, v)| Profile::complete(name.clone(), v)).collect()
     }
 
     /// The panel size `|R|`.
@@ -273,12 +316,13 @@ impl Reference {
             .collect()
     }
 
-    fn score_values(&self, encoder: &str, values: &[f64; 4], own_index: Option<usize>) -> CrsScore {
+    fn score_values(&self, encoder: &str, values: &[f64], own_index: Option<usize>) -> CrsScore {
         let normalized = self.anchors.normalize(values);
+        let components = crs_components(&normalized, &self.panel_normalized, own_index, &self.weights);
         CrsScore {
             encoder: encoder.to_string(),
             normalized,
-            components: crs_components(&normalized, &self.panel_normalized, own_index, &self.weights),
+            components,
             saturated: self.anchors.saturated_axes(values),
             in_panel: own_index.is_some(),
         }
@@ -293,13 +337,13 @@ impl Reference {
     /// [`CrsError::DuplicateEncoder`], [`CrsError::MissingAxis`], [`CrsError::NonFinite`],
     /// [`CrsError::OutsideUnitInterval`] (normalised scale), [`CrsError::PanelMemberChanged`].
     pub fn score(&self, candidates: &[Profile]) -> Result<Vec<CrsScore>, CrsError> {
-        let checked = checked_values(candidates, self.scale)?;
+        let checked = checked_values(candidates, self.scale, self.weights.axis.len())?;
         let mut out = Vec::with_capacity(checked.len());
         for (name, values) in &checked {
             let own_index = self.index.get(name).copied();
             if let Some(i) = own_index {
-                let frozen = self.panel[i].1;
-                for axis in AXES {
+                let frozen = &self.panel[i].1;
+                for &axis in axes_of(frozen.len()) {
                     let (panel, candidate) = (frozen[axis.index()], values[axis.index()]);
                     if panel.to_bits() != candidate.to_bits() {
                         return Err(CrsError::PanelMemberChanged {
@@ -344,7 +388,13 @@ impl Reference {
                 candidate: scale.name().into(),
             });
         }
-        for axis in AXES {
+        if estimators.n_axes() != self.estimators.n_axes() {
+            return Err(CrsError::AxisCountMismatch {
+                reference: self.estimators.n_axes(),
+                candidate: estimators.n_axes(),
+            });
+        }
+        for &axis in axes_of(self.estimators.n_axes()) {
             if estimators.get(axis) != self.estimators.get(axis) {
                 return Err(CrsError::EstimatorMismatch {
                     axis: axis.name().into(),
@@ -366,8 +416,8 @@ impl Reference {
             domain: self.domain.clone(),
             scale: self.scale,
             estimators: self.estimators.clone(),
-            anchors: AxesOf::from_array(self.anchors.as_array()),
-            axis_weights: AxesOf::from_array(self.weights.axis.as_array()),
+            anchors: AxesOf::from_slice(self.anchors.as_slice()),
+            axis_weights: AxesOf::from_slice(self.weights.axis.as_slice()),
             component_weights: self.weights.component,
             panel: self
                 .panel
@@ -375,7 +425,7 @@ impl Reference {
                 .zip(&scores)
                 .map(|((encoder, values), s)| PanelEntry {
                     encoder: encoder.clone(),
-                    values: AxesOf::from_array(*values),
+                    values: AxesOf::from_slice(values),
                     scores: s.components,
                 })
                 .collect(),
@@ -419,12 +469,24 @@ impl Reference {
         let parsed: ReferenceFile = serde_json::from_value(value).map_err(|e| format_error(e.to_string()))?;
         let in_file = |e: CrsError| format_error(e.to_string());
         let weights = ScoreWeights {
-            axis: AxisWeights::new(parsed.axis_weights.to_array()).map_err(in_file)?,
+            axis: AxisWeights::from_slice(&parsed.axis_weights.to_vec()).map_err(in_file)?,
             component: parsed.component_weights.validated().map_err(in_file)?,
         };
-        let anchors = Anchors::new(parsed.anchors.to_array()).map_err(in_file)?;
+        let n_axes = parsed.estimators.n_axes();
+        let counts = [("anchors", parsed.anchors.len()), ("axis_weights", parsed.axis_weights.len())]
+            .into_iter()
+            .chain(parsed.panel.iter().map(|m| ("panel values", m.values.len())));
+        for (what, n) in counts {
+            if n != n_axes {
+                return Err(format_error(format!(
+                    "`{what}` has {n} axes but the estimators describe {n_axes} (a `selective` entry \
+                     is needed in every axis table exactly when the estimators name a selective axis)"
+                )));
+            }
+        }
+        let anchors = Anchors::from_slice(&parsed.anchors.to_vec()).map_err(in_file)?;
         let panel: Vec<Profile> =
-            parsed.panel.iter().map(|m| Profile::complete(m.encoder.clone(), m.values.to_array())).collect();
+            parsed.panel.iter().map(|m| Profile::complete(m.encoder.clone(), m.values.to_vec())).collect();
         let config = ReferenceConfig {
             scale: parsed.scale,
             estimators: parsed.estimators,
@@ -517,15 +579,34 @@ struct AxesOf<T> {
     calibration: T,
     label_efficiency: T,
     robustness: T,
+    /// The optional fifth axis; absent from four-axis files.
+    #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
+    selective: Option<T>,
 }
 
 impl<T: Copy> AxesOf<T> {
-    fn from_array(a: [T; 4]) -> Self {
-        AxesOf { discrimination: a[0], calibration: a[1], label_efficiency: a[2], robustness: a[3] }
+    /// # Panics
+    /// If `a` does not hold 4 or 5 values.
+    fn from_slice(a: &[T]) -> Self {
+        axes_of(a.len());
+        AxesOf {
+            discrimination: a[0],
+            calibration: a[1],
+            label_efficiency: a[2],
+            robustness: a[3],
+            selective: a.get(4).copied(),
+        }
     }
 
-    fn to_array(self) -> [T; 4] {
+    fn to_vec(self) -> Vec<T> {
         [self.discrimination, self.calibration, self.label_efficiency, self.robustness]
+            .into_iter()
+            .chain(self.selective)
+            .collect()
+    }
+
+    fn len(&self) -> usize {
+        4 + usize::from(self.selective.is_some())
     }
 }
 

@@ -647,6 +647,11 @@ impl RunRecordSet {
         self.records.is_empty()
     }
 
+    /// A set of already-located records with unique keys (records of a set, amended).
+    pub(crate) fn from_located(records: Vec<LocatedRecord>) -> Self {
+        RunRecordSet { records }
+    }
+
     /// The set split into its fits (every regime but [`Regime::Estimate`]) and its estimate records,
     /// each in reading order with its original locations.
     pub fn split_estimates(&self) -> (RunRecordSet, RunRecordSet) {

@@ -36,28 +36,68 @@ fn validate_simplex(what: &'static str, weights: &[f64]) -> Result<(), CrsError>
     Ok(())
 }
 
-/// Axis weights `w_a` of the ideal-point term `S`, indexed as [`crate::AXES`]. Default: 1/4 each.
+/// Axis weights `w_a` of the ideal-point term `S`, indexed as [`crate::ALL_AXES`]: four (the default
+/// CRS, 1/4 each) or five with the optional selective axis.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AxisWeights([f64; 4]);
+pub struct AxisWeights {
+    /// The weights; entries from `len` on are 0 and unused.
+    weights: [f64; 5],
+    len: usize,
+}
 
 impl AxisWeights {
-    /// Validated axis weights.
+    /// Validated weights of the four default axes.
     ///
     /// # Errors
     /// [`CrsError::InvalidWeights`] unless all four are finite, ≥ 0 and sum to 1 within 1e-9.
     pub fn new(weights: [f64; 4]) -> Result<Self, CrsError> {
-        validate_simplex("axis weights", &weights)?;
-        Ok(AxisWeights(weights))
+        AxisWeights::from_slice(&weights)
     }
 
-    /// `w_a = 1/4`.
+    /// Validated weights of 4 axes or of 5 (the fifth is the selective axis).
+    ///
+    /// # Errors
+    /// [`CrsError::InvalidWeights`] for another count, or unless all are finite, ≥ 0 and sum to 1
+    /// within 1e-9.
+    pub fn from_slice(weights: &[f64]) -> Result<Self, CrsError> {
+        if !(weights.len() == 4 || weights.len() == 5) {
+            return Err(CrsError::InvalidWeights {
+                what: "axis weights",
+                message: format!(
+                    "expected 4 weights (or 5 with the selective axis), found {}",
+                    weights.len()
+                ),
+            });
+        }
+        validate_simplex("axis weights", weights)?;
+        let mut all = [0.0; 5];
+        all[..weights.len()].copy_from_slice(weights);
+        Ok(AxisWeights { weights: all, len: weights.len() })
+    }
+
+    /// `w_a = 1/4` on the four default axes.
     pub fn uniform() -> Self {
-        AxisWeights([0.25; 4])
+        AxisWeights { weights: [0.25, 0.25, 0.25, 0.25, 0.0], len: 4 }
     }
 
-    /// The weights, indexed as [`crate::AXES`].
-    pub fn as_array(&self) -> [f64; 4] {
-        self.0
+    /// The weights, indexed as [`crate::ALL_AXES`] (4 or 5 of them).
+    pub fn as_slice(&self) -> &[f64] {
+        &self.weights[..self.len]
+    }
+
+    /// The number of axes (4, or 5 with the selective axis).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never empty (4 or 5 weights); for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Whether the selective (fifth) axis takes part.
+    pub fn has_selective(&self) -> bool {
+        self.len == 5
     }
 }
 
@@ -119,7 +159,8 @@ pub struct ScoreWeights {
 
 /// `a ≻ b`: `a_i ≥ b_i` on every axis and `a_i > b_i` on at least one. Identical profiles do not
 /// dominate each other.
-pub fn pareto_dominates(a: &[f64; 4], b: &[f64; 4]) -> bool {
+pub fn pareto_dominates(a: &[f64], b: &[f64]) -> bool {
+    debug_assert_eq!(a.len(), b.len(), "profiles of different axis counts");
     a.iter().zip(b).all(|(x, y)| x >= y) && a.iter().zip(b).any(|(x, y)| x > y)
 }
 
@@ -131,7 +172,7 @@ pub fn pareto_dominates(a: &[f64; 4], b: &[f64; 4]) -> bool {
 ///
 /// # Panics
 /// If `own_index` is out of range.
-pub fn dominance(candidate: &[f64; 4], peers: &[[f64; 4]], own_index: Option<usize>) -> f64 {
+pub fn dominance<P: AsRef<[f64]>>(candidate: &[f64], peers: &[P], own_index: Option<usize>) -> f64 {
     if let Some(i) = own_index {
         assert!(i < peers.len(), "own_index {i} out of range for a panel of {}", peers.len());
     }
@@ -142,20 +183,31 @@ pub fn dominance(candidate: &[f64; 4], peers: &[[f64; 4]], own_index: Option<usi
     let dominated = peers
         .iter()
         .enumerate()
-        .filter(|&(j, peer)| Some(j) != own_index && pareto_dominates(candidate, peer))
+        .filter(|&(j, peer)| Some(j) != own_index && pareto_dominates(candidate, peer.as_ref()))
         .count();
     dominated as f64 / n_k as f64
 }
 
 /// `S = 1 − Σ_a w_a (1 − s̃_a)²`: proximity to the ideal profile (1, 1, 1, 1); in [0, 1] for
 /// normalised values.
-pub fn ideal_proximity(normalized: &[f64; 4], weights: &AxisWeights) -> f64 {
-    let penalty: f64 = normalized.iter().zip(weights.0).map(|(s, w)| w * (1.0 - s) * (1.0 - s)).sum();
+///
+/// # Panics
+/// If `normalized` and `weights` have different axis counts.
+pub fn ideal_proximity(normalized: &[f64], weights: &AxisWeights) -> f64 {
+    assert_eq!(
+        normalized.len(),
+        weights.len(),
+        "a profile of {} axes with {} axis weights",
+        normalized.len(),
+        weights.len()
+    );
+    let penalty: f64 =
+        normalized.iter().zip(weights.as_slice()).map(|(s, w)| w * (1.0 - s) * (1.0 - s)).sum();
     1.0 - penalty
 }
 
 /// `W = min_a s̃_a`: the worst normalised axis.
-pub fn worst_axis(normalized: &[f64; 4]) -> f64 {
+pub fn worst_axis(normalized: &[f64]) -> f64 {
     normalized.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
@@ -173,9 +225,9 @@ pub struct CrsComponents {
 }
 
 /// The CRS of one normalised candidate against normalised peers (see [`dominance`] for `own_index`).
-pub fn crs_components(
-    normalized: &[f64; 4],
-    peers: &[[f64; 4]],
+pub fn crs_components<P: AsRef<[f64]>>(
+    normalized: &[f64],
+    peers: &[P],
     own_index: Option<usize>,
     weights: &ScoreWeights,
 ) -> CrsComponents {
@@ -243,6 +295,21 @@ mod tests {
         assert!(ComponentWeights::new(0.6, 0.25, 0.15 + 2e-9).is_err());
         assert!(ComponentWeights::new(0.6, 0.25, 0.15 + 5e-10).is_ok());
         assert!(ComponentWeights::new(1.2, -0.2, 0.0).is_err());
+    }
+
+    #[test]
+    fn five_weights_add_the_selective_axis_and_other_counts_are_refused() {
+        let five = AxisWeights::from_slice(&[0.2; 5]).unwrap();
+        assert!(five.has_selective() && five.len() == 5);
+        assert!(!AxisWeights::uniform().has_selective());
+        assert_eq!(AxisWeights::from_slice(&[0.25; 4]).unwrap(), AxisWeights::uniform());
+        for n in [3, 6] {
+            let err = AxisWeights::from_slice(&vec![1.0 / n as f64; n]).unwrap_err().to_string();
+            assert!(err.contains("expected 4 weights (or 5 with the selective axis)"), "{err}");
+        }
+        assert!(AxisWeights::from_slice(&[0.2, 0.2, 0.2, 0.2, 0.3]).is_err());
+        // Exact by construction: (1 − 0.5)² = 0.25 on every axis.
+        assert_eq!(ideal_proximity(&[0.5; 5], &five), 0.75);
     }
 
     #[test]

@@ -443,11 +443,21 @@ pub fn stability(
     let mut rng_axis = rng(stability.seed, STREAM_AXIS_WEIGHTS);
     let mut axis_acc = AgreementAccumulator::default();
     for _ in 0..stability.axis_weight_draws {
-        let draw = match stability.weight_concentration {
-            None => flat_dirichlet::<4>(&mut rng_axis),
-            Some(c) => dirichlet(&mut rng_axis, &base_weights.axis.as_array().map(|w| c * w)),
+        // The same draws as before the optional fifth axis for four axes; five-component draws
+        // (Dirichlet of the same form) when the selective axis takes part.
+        let base = base_weights.axis.as_slice();
+        let axis = match (stability.weight_concentration, base.len()) {
+            (None, 4) => AxisWeights::from_slice(&flat_dirichlet::<4>(&mut rng_axis))?,
+            (None, _) => AxisWeights::from_slice(&flat_dirichlet::<5>(&mut rng_axis))?,
+            (Some(c), 4) => AxisWeights::from_slice(&dirichlet(
+                &mut rng_axis,
+                &[c * base[0], c * base[1], c * base[2], c * base[3]],
+            ))?,
+            (Some(c), _) => AxisWeights::from_slice(&dirichlet(
+                &mut rng_axis,
+                &[c * base[0], c * base[1], c * base[2], c * base[3], c * base[4]],
+            ))?,
         };
-        let axis = AxisWeights::new(draw)?;
         axis_acc.push(weight_agreement(&full, ScoreWeights { axis, ..base_weights }, k));
     }
     let mut rng_comp = rng(stability.seed, STREAM_COMPONENT_WEIGHTS);

@@ -167,7 +167,7 @@ fn point_crs_is_the_reference_panel_crs_of_the_full_data_profiles() {
     // The panel's own scores of a reference built from the full-data profiles (crs-core's path).
     let reference = Reference::build(&profiles, ReferenceConfig::default()).unwrap();
     let expected: Vec<f64> = reference.panel_scores().iter().map(|s| s.components.crs).collect();
-    let values: Vec<[f64; 4]> = profiles.iter().map(|p| p.require_complete().unwrap()).collect();
+    let values: Vec<Vec<f64>> = profiles.iter().map(|p| p.require_complete().unwrap()).collect();
     assert_eq!(panel_crs(&values, &ScoreWeights::default()).unwrap(), expected);
     let result = bootstrap_on(1, &table, &BootstrapConfig { replicates: 10, ..BootstrapConfig::default() });
     let point: Vec<f64> = result.encoders.iter().map(|e| e.crs).collect();

@@ -28,7 +28,7 @@ fn figure2() -> (Reference, Vec<[f64; 4]>) {
     let names: Vec<&str> = profiles.iter().map(|p| p.encoder.as_str()).collect();
     let table: Vec<&str> = TABLE2_AGGREGATE.iter().map(|r| r.0).collect();
     assert_eq!(names, table, "Figure 2 and Table 2 list the same encoders in the same order");
-    let values = profiles.iter().map(|p| p.require_complete().unwrap()).collect();
+    let values = profiles.iter().map(|p| p.require_complete().unwrap().try_into().unwrap()).collect();
     let config = ReferenceConfig { scale: ValueScale::Normalized, ..ReferenceConfig::default() };
     (Reference::build(&profiles, config).unwrap(), values)
 }

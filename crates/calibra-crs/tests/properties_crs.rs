@@ -122,7 +122,7 @@ proptest! {
         let normalized: Vec<Profile> = oriented
             .panel_scores()
             .iter()
-            .map(|s| Profile::complete(s.encoder.clone(), s.normalized))
+            .map(|s| Profile::complete(s.encoder.clone(), &s.normalized))
             .collect();
         let config = ReferenceConfig { scale: ValueScale::Normalized, weights: w, ..ReferenceConfig::default() };
         let unit = Reference::build(&normalized, config).unwrap();

@@ -6,7 +6,7 @@
 
 use calibra_crs::evaluation::{Evaluation, NamedComparison};
 use calibra_crs::{
-    AXES, CalibrationStability, Condition, STABILITY_METRICS, StabilityAxis, StabilityReport, StabilityRow,
+    CalibrationStability, Condition, STABILITY_METRICS, StabilityAxis, StabilityReport, StabilityRow, axes_of,
 };
 use calibra_metrics::ReliabilityBin;
 
@@ -538,6 +538,13 @@ pub fn eval_report_with(
         e.axes.calibration_metric,
         e.estimators.robustness,
     ));
+    if let Some(selective) = &e.estimators.selective {
+        md.push_str(&format!(
+            "\nThe optional fifth axis **selective** is on: `{selective}`, the negated seed-mean `{}` of each \
+             cell's clean full-label predictions (maximum softmax probability as confidence).\n",
+            e.axes.selective_metric.as_deref().unwrap_or("augrc")
+        ));
+    }
     md.push_str(
         "\nEvery number is taken from `evaluation.json` (4 decimals); long tables show their first rows and \
          link the whole table as CSV beside this file.\n",
@@ -575,10 +582,12 @@ pub fn eval_report_with(
     summary_section(e, &order, &mut tables, &mut md);
 
     let w = e.component_weights;
-    let a = e.axis_weights;
+    let a = &e.axis_weights;
+    let selective_axis = a.len() == 5;
+    let axis_labels = if selective_axis { "disc, cal, le, rob, sel" } else { "disc, cal, le, rob" };
     md.push_str("\n## Profiles\n\n");
     md.push_str(&format!(
-        "Reference: {} (|R| = {}). CRS = {}·D + {}·S + {}·W; axis weights (disc, cal, le, rob) = ({}, {}, {}, {}). \
+        "Reference: {} (|R| = {}). CRS = {}·D + {}·S + {}·W; axis weights ({axis_labels}) = ({}). \
          Measured values (calibration = ECE, lower is better; AULC is a contrast, not an axis) and values \
          normalised with the reference's anchors.\n\n",
         if e.reference_origin == "saved" { "a saved reference" } else { "built from this run set's panel" },
@@ -586,10 +595,7 @@ pub fn eval_report_with(
         w.dominance,
         w.ideal,
         w.worst,
-        a[0],
-        a[1],
-        a[2],
-        a[3]
+        a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
     ));
     let rows: Vec<Vec<String>> = order
         .iter()
@@ -605,17 +611,35 @@ pub fn eval_report_with(
                 opt(p.and_then(|p| p.robustness_corruption_only)),
                 opt(p.and_then(|p| p.aulc)),
             ]);
+            if selective_axis {
+                row.push(opt(p.and_then(|p| p.selective_error)));
+            }
             row.extend(c.normalized.iter().map(|&v| num(v)));
             row
         })
         .collect();
-    md.push_str(&tables.table(
-        FullTable::Beside("profiles.csv"),
-        &["encoder", "disc", "ECE", "LE", "rob", "rob (corruption-only)", "AULC", "disc̃", "cal̃", "LẼ", "rob̃"],
-        &rows,
-    ));
+    let header: &[&str] = if selective_axis {
+        &[
+            "encoder",
+            "disc",
+            "ECE",
+            "LE",
+            "rob",
+            "rob (corruption-only)",
+            "AULC",
+            "AUGRC",
+            "disc̃",
+            "cal̃",
+            "LẼ",
+            "rob̃",
+            "sel̃",
+        ]
+    } else {
+        &["encoder", "disc", "ECE", "LE", "rob", "rob (corruption-only)", "AULC", "disc̃", "cal̃", "LẼ", "rob̃"]
+    };
+    md.push_str(&tables.table(FullTable::Beside("profiles.csv"), header, &rows));
 
-    let axis_names: Vec<&str> = AXES.iter().map(|a| a.name()).collect();
+    let axis_names: Vec<&str> = axes_of(a.len()).iter().map(|a| a.name()).collect();
     let bars: Vec<ProfileBar> = order
         .iter()
         .map(|&i| ProfileBar {
