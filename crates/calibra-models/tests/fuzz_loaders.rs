@@ -138,12 +138,19 @@ fn key_paths(json: &Value) -> Vec<String> {
 }
 
 fn set_path(json: &mut Value, path: &str, value: Value) {
+    // An earlier pick may have replaced a parent of this path by a scalar; the path is then gone and
+    // the pick is skipped (indexing a scalar would panic in the test, not in the loader).
     let mut at = json;
     let parts: Vec<&str> = path.split('/').collect();
     for p in &parts[..parts.len() - 1] {
-        at = &mut at[*p];
+        match at.get_mut(*p) {
+            Some(child) => at = child,
+            None => return,
+        }
     }
-    at[parts[parts.len() - 1]] = value;
+    if let Some(object) = at.as_object_mut() {
+        object.insert(parts[parts.len() - 1].to_string(), value);
+    }
 }
 
 proptest! {
