@@ -23,9 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use calibra_predictions::read_predictions;
 use serde::Serialize;
 
 use crate::adaptation_deltas::{
@@ -33,6 +31,7 @@ use crate::adaptation_deltas::{
 };
 use crate::focus_error::FocusError;
 use crate::group_columns::{GapKind, GroupColumn, GroupSplit, GroupTable, assign_groups};
+use crate::predictions_cache::PredictionsCache;
 use crate::run_record::{Condition, LocatedRecord, Regime, RunRecordSet};
 use crate::sample_metrics::{SampleMetric, SampleTable};
 use crate::subgroup_gaps::{DEFAULT_MIN_GROUP_SIZE, MetricGap, metric_gaps};
@@ -175,28 +174,6 @@ pub fn predictions_path(r: &LocatedRecord) -> Option<PathBuf> {
     Some(if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { base.join(rel) })
 }
 
-/// Reads predictions files once each.
-#[derive(Default)]
-struct PredictionsCache {
-    tables: HashMap<PathBuf, Arc<SampleTable>>,
-}
-
-impl PredictionsCache {
-    fn get(&mut self, r: &LocatedRecord, path: &Path) -> Result<Arc<SampleTable>, FocusError> {
-        if let Some(t) = self.tables.get(path) {
-            return Ok(t.clone());
-        }
-        let p = read_predictions(path).map_err(|e| FocusError::Predictions {
-            record: r.location.to_string(),
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let t = Arc::new(SampleTable::from_predictions(&p));
-        self.tables.insert(path.to_path_buf(), t.clone());
-        Ok(t)
-    }
-}
-
 fn mean_std(values: &[f64]) -> (Option<f64>, Option<f64>) {
     if values.is_empty() {
         return (None, None);
@@ -264,7 +241,7 @@ pub fn focus_analyses(set: &RunRecordSet, options: &FocusOptions) -> Result<Focu
     let (fits, _) = set.split_estimates();
     let set = &fits;
     let mut notes = Vec::new();
-    let mut cache = PredictionsCache::default();
+    let mut cache = PredictionsCache::new(|p| SampleTable::from_predictions(&p));
     let names: Vec<String> = options.columns.iter().map(|c| c.name.clone()).collect();
     let groups = match &options.groups_file {
         Some(path) if !names.is_empty() => Some(GroupTable::read(path, &names)?),

@@ -33,3 +33,9 @@ pub enum FocusError {
     #[error("invalid parameter {name}: {message}")]
     InvalidParameter { name: &'static str, message: String },
 }
+
+impl From<crate::predictions_cache::UnreadablePredictions> for FocusError {
+    fn from(e: crate::predictions_cache::UnreadablePredictions) -> Self {
+        Self::Predictions { record: e.record, path: e.path, message: e.message }
+    }
+}

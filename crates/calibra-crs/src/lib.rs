@@ -41,6 +41,7 @@ pub mod focus_analyses;
 pub mod focus_error;
 pub mod group_columns;
 pub mod multiple_testing;
+mod predictions_cache;
 pub mod sample_metrics;
 pub mod subgroup_gaps;
 // Calibration stability across seeds and prompt templates (helper stability).

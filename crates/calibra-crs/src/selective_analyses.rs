@@ -30,8 +30,7 @@
 //! Undefined values (AURC of one row, an AUROC without both kinds of rows) are `None`, never a number.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use calibra_calibrate::{
     ConformalMethod, ConformalPredictor, SetCoverage, fit_multilabel, multilabel_set_coverage,
@@ -40,11 +39,12 @@ use calibra_calibrate::{
 use calibra_metrics::{
     RiskCoveragePoint, selective_areas, selective_risks, shift_detection, top_label_errors,
 };
-use calibra_predictions::{Predictions, Targets, read_predictions};
+use calibra_predictions::{Predictions, Targets};
 use serde::Serialize;
 
 use crate::conformal_split::{ConformalHalves, split_seed};
 use crate::focus_analyses::{RunLabel, predictions_path};
+use crate::predictions_cache::PredictionsCache;
 use crate::run_record::{Condition, LocatedRecord, Regime, RunRecordSet};
 use crate::selective_error::SelectiveError;
 
@@ -163,28 +163,6 @@ pub const CALIBRATION_SPLIT: &str = "each fit's clean test predictions split by 
     floor(n/2) smallest draws) into a conformal calibration half and an evaluation half; the quantile of \
     the calibration half is applied to the clean evaluation half, to each perturbed condition and to each \
     shift target of the fit, rows whose id is in the calibration half excluded";
-
-/// Reads predictions files once each.
-#[derive(Default)]
-struct Cache {
-    tables: HashMap<PathBuf, Arc<Predictions>>,
-}
-
-impl Cache {
-    fn get(&mut self, r: &LocatedRecord, path: &Path) -> Result<Arc<Predictions>, SelectiveError> {
-        if let Some(t) = self.tables.get(path) {
-            return Ok(t.clone());
-        }
-        let p = read_predictions(path).map_err(|e| SelectiveError::Predictions {
-            record: r.location.to_string(),
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let p = Arc::new(p);
-        self.tables.insert(path.to_path_buf(), p.clone());
-        Ok(p)
-    }
-}
 
 /// The ranking problems of a predictions table: `(confidence, error)` per row, one problem for a
 /// single-label table (MSP, `argmax ≠ label`), one per label with observed rows for a multilabel one.
@@ -455,7 +433,7 @@ pub fn selective_analyses(
     }
     let (fits, _) = set.split_estimates();
     let mut notes = Vec::new();
-    let mut cache = Cache::default();
+    let mut cache = PredictionsCache::new(|p| p);
     let with_predictions: Vec<(&LocatedRecord, PathBuf)> =
         fits.records().iter().filter_map(|r| predictions_path(r).map(|p| (r, p))).collect();
     let without = fits.len() - with_predictions.len();
@@ -641,7 +619,9 @@ mod tests {
     use super::*;
     use crate::run_record::RunRecord;
     use calibra_calibrate::LastLabel;
+    use calibra_predictions::read_predictions;
     use std::io::Write;
+    use std::path::Path;
 
     /// Writes a single-label predictions file of `n` rows (ids `prefix{i}`) and returns its path.
     fn write_single(dir: &Path, name: &str, prefix: &str, n: usize, seed: u64) -> String {

@@ -23,3 +23,9 @@ pub enum SelectiveError {
     #[error("{record}: {message}")]
     Metric { record: String, message: String },
 }
+
+impl From<crate::predictions_cache::UnreadablePredictions> for SelectiveError {
+    fn from(e: crate::predictions_cache::UnreadablePredictions) -> Self {
+        Self::Predictions { record: e.record, path: e.path, message: e.message }
+    }
+}
