@@ -73,14 +73,31 @@ pub fn summarize_selective_single_label(
     let correct: Vec<f64> = errors.iter().map(|&e| if e { 0.0 } else { 1.0 }).collect();
     let (ranking, calibration) = rayon::join(
         || -> Result<_, MetricsError> {
+            // The scores are independent: one task each, results taken back in ALL order (so the
+            // first error is always the same one). MSP is the confidence `conf` already holds, so
+            // its areas are the main ones rather than a second sort of the same values.
+            use rayon::prelude::*;
             let main = selective_areas(&conf, &errors)?;
+            let others: Vec<Option<Result<(ConfidenceScore, crate::SelectiveAreas), MetricsError>>> =
+                ConfidenceScore::ALL
+                    .par_iter()
+                    .map(|&score| {
+                        if score.needs_logits() && logits.is_none() {
+                            return None;
+                        }
+                        if score == ConfidenceScore::Msp {
+                            return Some(Ok((score, main)));
+                        }
+                        Some(
+                            score
+                                .scores(probs, logits, k)
+                                .and_then(|s| Ok((score, selective_areas(&s, &errors)?))),
+                        )
+                    })
+                    .collect();
             let mut by_score = BTreeMap::new();
-            for score in ConfidenceScore::ALL {
-                if score.needs_logits() && logits.is_none() {
-                    continue;
-                }
-                let s = score.scores(probs, logits, k)?;
-                let a = selective_areas(&s, &errors)?;
+            for result in others.into_iter().flatten() {
+                let (score, a) = result?;
                 by_score.insert(
                     score.name().to_string(),
                     ScoreAreas { aurc: defined(a.aurc), eaurc: defined(a.eaurc), augrc: defined(a.augrc) },
