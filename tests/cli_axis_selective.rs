@@ -29,35 +29,9 @@ fn failed(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// examples/selective_runs/runs.jsonl with absolute predictions paths, a calibration metric and
-/// label-fraction runs added (without predictions), so that the run set has the four default axes too.
+/// examples/selective_runs as a run set with the four default axes too (calibra-testkit).
 fn five_axis_runs(dir: &Path) -> String {
-    let example = root().join("examples/selective_runs");
-    let text = std::fs::read_to_string(example.join("runs.jsonl")).unwrap();
-    let mut lines = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let p = v["paths"]["predictions"].as_str().unwrap().to_string();
-        v["paths"]["predictions"] = example.join(p).display().to_string().into();
-        // Values with spread between the encoders (they only need to differ).
-        let spread = if v["encoder"] == "EncA" { 0.0 } else { 0.03 };
-        v["metrics"]["ece"] = (0.03 + spread + 0.01 * (i % 2) as f64).into();
-        lines.push(v.to_string());
-        if v["condition"]["kind"] == "clean" {
-            for f in [0.01, 0.05, 0.1, 0.25] {
-                let mut low = v.clone();
-                low["label_fraction"] = f.into();
-                low["paths"] = serde_json::json!({});
-                let auroc = v["metrics"]["macro_auroc"].as_f64().unwrap();
-                low["metrics"] =
-                    serde_json::json!({ "macro_auroc": auroc * (0.8 + 0.5 * f - spread), "ece": 0.05 });
-                lines.push(low.to_string());
-            }
-        }
-    }
-    let path = dir.join("runs.jsonl");
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    path.display().to_string()
+    calibra_testkit::five_axis_runs(&root().join("examples/selective_runs"), dir).display().to_string()
 }
 
 #[test]

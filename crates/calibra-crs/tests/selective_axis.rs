@@ -231,35 +231,10 @@ fn requests_that_cannot_be_served_are_clear_errors() {
     assert!(matches!(err, CrsError::AxisCountMismatch { reference: 5, candidate: 4 }), "{err}");
 }
 
-/// A copy of examples/selective_runs/runs.jsonl (absolute predictions paths) with a calibration metric
-/// and label-fraction runs added, so that the run set has all four default axes too.
+/// examples/selective_runs as a run set with the four default axes too.
 fn selective_example(dir: &Path) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/selective_runs");
-    let text = std::fs::read_to_string(root.join("runs.jsonl")).unwrap();
-    let mut lines = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        // ECE with spread between the encoders (the values only need to differ).
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let p = v["paths"]["predictions"].as_str().unwrap().to_string();
-        v["paths"]["predictions"] = root.join(p).display().to_string().into();
-        let spread = if v["encoder"] == "EncA" { 0.0 } else { 0.03 };
-        v["metrics"]["ece"] = (0.03 + spread + 0.01 * (i % 2) as f64).into();
-        lines.push(v.to_string());
-        if v["condition"]["kind"] == "clean" {
-            for f in [0.01, 0.05, 0.1, 0.25] {
-                let mut low = v.clone();
-                low["label_fraction"] = f.into();
-                low["paths"] = serde_json::json!({});
-                let auroc = v["metrics"]["macro_auroc"].as_f64().unwrap();
-                low["metrics"] =
-                    serde_json::json!({ "macro_auroc": auroc * (0.8 + 0.5 * f - spread), "ece": 0.05 });
-                lines.push(low.to_string());
-            }
-        }
-    }
-    let path = dir.join("runs.jsonl");
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    path
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/selective_runs");
+    calibra_testkit::five_axis_runs(&example, dir)
 }
 
 #[test]
