@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_data::{Dataset, PreprocessConfig, Target, TaskKind};
+use calibra_data::{Dataset, PreprocessConfig, TaskKind};
 use calibra_models::clip::ClipModel;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::tokenizer::ClipTokenizer;
@@ -105,13 +105,7 @@ pub(super) fn execute(
     let classnames = crate::cli::zero_shot::prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
-    let labels: Vec<usize> = train_rows
-        .iter()
-        .map(|&i| match dataset.samples[i].target {
-            Target::Class(k) => k,
-            Target::Labels(_) => 0,
-        })
-        .collect();
+    let labels = dataset.row_classes(&train_rows)?;
     ctx.report(&format!("coop: image features of {} training images", train_rows.len()));
     let (train_features, dim) =
         image_features(&model, &dataset, &train_rows, &preprocess, FeatureCondition::Clean, device)?;

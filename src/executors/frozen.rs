@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use calibra_crs::Condition;
-use calibra_data::{Dataset, Split, Target, TaskKind};
+use calibra_data::{Dataset, RowTargets, Split};
 use calibra_probe::{Features, FittedProbe, Probe, Targets};
 use calibra_run::baseline::split_of;
 use calibra_run::{ExecError, FeaturePass, FitSpec, RunContext, RunOutput};
@@ -117,27 +117,11 @@ fn fit_probe(
     let probe = Probe::by_name(name)?;
     let features = Features::new(&x, d)?;
     let k = dataset.labels.len();
-    Ok(match dataset.labels.kind {
-        TaskKind::Multilabel => {
-            let labels: Vec<Option<bool>> = train_rows
-                .iter()
-                .flat_map(|&i| match &dataset.samples[i].target {
-                    Target::Labels(v) => v.clone(),
-                    Target::Class(_) => vec![None; k],
-                })
-                .collect();
+    Ok(match dataset.row_targets(train_rows)? {
+        RowTargets::Labels(labels) => {
             probe.fit(features, Targets::Labels { labels: &labels, n_labels: k })?
         }
-        _ => {
-            let labels: Vec<usize> = train_rows
-                .iter()
-                .map(|&i| match dataset.samples[i].target {
-                    Target::Class(c) => c,
-                    Target::Labels(_) => 0,
-                })
-                .collect();
-            probe.fit_classes(features, &labels, k)?
-        }
+        RowTargets::Classes(labels) => probe.fit_classes(features, &labels, k)?,
     })
 }
 

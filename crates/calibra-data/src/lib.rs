@@ -1,6 +1,7 @@
 //! calibra-data: everything between a dataset on disk and the pixels an encoder sees.
 //!
-//! Owns: the common dataset types ([`Dataset`], [`Sample`], [`Target`], [`Metadata`]); the dataset
+//! Owns: the common dataset types ([`Dataset`], [`Sample`], [`Target`], [`Metadata`]) and the one way
+//! to read rows' targets ([`RowTargets`]); the dataset
 //! SPEC strings ([`DatasetSpec`]); readers for ISIC 2019, APTOS 2019, CheXpert, MIMIC-CXR (plain or
 //! gzipped CSV), MedMNIST `.npz`, ImageFolder and a generic CSV; the synthetic suites
 //! ([`synth`]); seeded stratified splits and nested label fractions keyed by sample id ([`split`]);
@@ -46,6 +47,7 @@ pub mod preprocess;
 pub mod readers;
 pub mod resample;
 pub mod rng;
+pub mod row_targets;
 pub mod spec;
 pub mod split;
 pub mod synth;
@@ -63,6 +65,7 @@ pub use preprocess::{
 pub use readers::{
     BadImagePolicy, LoadOptions, UncertaintyPolicy, check_spec_options, load_dataset, synth_config,
 };
+pub use row_targets::RowTargets;
 pub use spec::{DatasetFormat, DatasetSpec};
 pub use split::{PROTOCOL_FRACTIONS, SplitAssignment, SplitConfig, label_fraction, split_dataset};
 pub use synth::{SynthConfig, SynthImageRef, SynthSuite, synth_dataset};

@@ -29,7 +29,7 @@ use std::rc::Rc;
 
 use calibra_calibrate::{CalibratorOptions, FittedCalibrator, Method, calibrator_for};
 use calibra_crs::{Condition, Regime, RunRecord};
-use calibra_data::{Dataset, DatasetSpec, LoadOptions, SplitAssignment, Target, TaskKind};
+use calibra_data::{Dataset, DatasetSpec, LoadOptions, RowTargets, SplitAssignment, Target, TaskKind};
 use calibra_metrics::{SummaryOptions, summarize_multilabel, summarize_single_label};
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_predictions_to};
 
@@ -106,26 +106,12 @@ pub fn predictions_from_scores(
     rows: &[usize],
     scores: Vec<f64>,
 ) -> Result<Predictions, ExecError> {
-    let k = dataset.labels.len();
-    let ids = rows.iter().map(|&i| dataset.samples[i].id.clone()).collect();
-    let targets = match dataset.labels.kind {
-        TaskKind::Multilabel => Targets::Labels(
-            rows.iter()
-                .flat_map(|&i| match &dataset.samples[i].target {
-                    Target::Labels(v) => v.clone(),
-                    Target::Class(_) => vec![None; k],
-                })
-                .collect(),
-        ),
-        _ => Targets::Classes(
-            rows.iter()
-                .map(|&i| match dataset.samples[i].target {
-                    Target::Class(c) => c,
-                    Target::Labels(_) => 0,
-                })
-                .collect(),
-        ),
+    // Targets first: they check every row is in range before the ids are read.
+    let targets = match dataset.row_targets(rows)? {
+        RowTargets::Labels(table) => Targets::Labels(table),
+        RowTargets::Classes(classes) => Targets::Classes(classes),
     };
+    let ids = rows.iter().map(|&i| dataset.samples[i].id.clone()).collect();
     Ok(Predictions::new(ids, dataset.labels.names.clone(), ScoreKind::Logit, scores, targets)?)
 }
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use burn::module::Module;
 use burn::tensor::Device;
-use calibra_data::{Dataset, PreprocessConfig, Target};
+use calibra_data::{Dataset, PreprocessConfig, RowTargets};
 use calibra_models::Encoder;
 use calibra_models::lora::extract_adapter;
 use calibra_models::lora::peft::{AdapterTensor, PeftAdapter};
@@ -143,18 +143,12 @@ pub fn train_set(
     }
     let batch = image_batch(dataset, rows, preprocess, FeatureCondition::Clean)?;
     let k = dataset.labels.len();
-    let mut classes = Vec::new();
-    let mut codes = Vec::new();
-    for &i in rows {
-        match &dataset.samples[i].target {
-            Target::Class(c) => classes.push(*c),
-            Target::Labels(v) => codes.extend(v.iter().map(|l| l.map(|b| if b { 1.0 } else { 0.0 }))),
-        }
-    }
-    let targets = if codes.is_empty() {
-        TrainTargets::Classes(classes)
-    } else {
-        TrainTargets::Multilabel { codes, n_labels: k }
+    let targets = match dataset.row_targets(rows).map_err(|e| FineTuneError::Invalid(e.to_string()))? {
+        RowTargets::Classes(classes) => TrainTargets::Classes(classes),
+        RowTargets::Labels(table) => TrainTargets::Multilabel {
+            codes: table.iter().map(|l| l.map(|b| if b { 1.0 } else { 0.0 })).collect(),
+            n_labels: k,
+        },
     };
     Ok(TrainSet { image_shape: batch.shape, pixels: batch.pixels, targets })
 }
@@ -255,7 +249,8 @@ pub fn predict_logits(
     Ok(out)
 }
 
-/// Write a fitted model to `dir` atomically (a temporary sibling directory, renamed into place):
+/// Write a fitted model to `dir` atomically (`calibra_core::write_dir_atomically`: a temporary sibling
+/// directory, synced, renamed into place):
 ///
 /// - LoRA: a PEFT adapter directory, `adapter_config.json` (with `modules_to_save = ["classifier"]`)
 ///   + `adapter_model.safetensors` (the factors and `classifier.weight` / `classifier.bias`);
@@ -263,37 +258,27 @@ pub fn predict_logits(
 ///   `classifier.safetensors`;
 /// - head: `classifier.safetensors` only (the encoder is the unchanged checkpoint).
 pub fn save_adapted(fitted: &FineTuned, dir: &Path) -> Result<(), FineTuneError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| FineTuneError::Io { path, source }
-    };
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-    }
-    fs::create_dir_all(&tmp).map_err(io(&tmp))?;
     let head = fitted.model.head_tensors()?;
-    match &fitted.adaptation {
-        Adaptation::Lora(config) => {
-            let mut config = config.clone();
-            config.modules_to_save = Some(vec!["classifier".into()]);
-            config.base_model_name_or_path = Some(fitted.checkpoint.display().to_string());
-            extract_adapter(&fitted.model.encoder, &config, head)?.write(&tmp)?;
+    calibra_core::write_dir_atomically(dir, |tmp| -> Result<(), FineTuneError> {
+        match &fitted.adaptation {
+            Adaptation::Lora(config) => {
+                let mut config = config.clone();
+                config.modules_to_save = Some(vec!["classifier".into()]);
+                config.base_model_name_or_path = Some(fitted.checkpoint.display().to_string());
+                extract_adapter(&fitted.model.encoder, &config, head)?.write(tmp)?;
+            }
+            Adaptation::Full => {
+                fitted.model.encoder.save_pretrained(tmp)?;
+                write_head(&tmp.join("classifier.safetensors"), &head)?;
+            }
+            Adaptation::Head => write_head(&tmp.join("classifier.safetensors"), &head)?,
         }
-        Adaptation::Full => {
-            fitted.model.encoder.save_pretrained(&tmp)?;
-            write_head(&tmp.join("classifier.safetensors"), &head)?;
-        }
-        Adaptation::Head => write_head(&tmp.join("classifier.safetensors"), &head)?,
-    }
-    if dir.exists() {
-        fs::remove_dir_all(dir).map_err(io(dir))?;
-    }
-    fs::rename(&tmp, dir).map_err(io(dir))?;
-    Ok(())
+        Ok(())
+    })
+    .map_err(|e| match e {
+        calibra_core::DirWriteError::Fill(e) => e,
+        calibra_core::DirWriteError::Io { path, source } => FineTuneError::Io { path, source },
+    })
 }
 
 fn write_head(
