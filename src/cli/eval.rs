@@ -60,10 +60,9 @@ use calibra_crs::{SelectiveOptions, selective_analyses};
 use calibra_metrics::{
     Binning, ReliabilityBin, expected_calibration_error, reliability_bins, top_label_reliability_bins,
 };
-use calibra_predictions::{Targets, read_predictions, write_atomically};
+use calibra_predictions::{Targets, read_predictions};
 use calibra_report::{ReliabilityFigure, ReportOptions, eval_report_with, report_html, svg_to_png};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -608,69 +607,24 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
     if out.exists() && !force {
         bail!("{}: the output directory already exists (pass --force to replace it)", out.display());
     }
-    let name = out
-        .file_name()
-        .with_context(|| format!("{}: the output path has no directory name", out.display()))?
-        .to_string_lossy()
-        .to_string();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create", parent.display()))?;
-    remove_stale_siblings(&parent, &name, out.exists());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        if tmp.exists() {
-            std::fs::remove_dir_all(&tmp).with_context(|| format!("{}: cannot remove", tmp.display()))?;
-        }
+    for path in calibra_core::remove_dead_siblings(out) {
+        eprintln!("removed {}, left by an interrupted eval or report", path.display());
+    }
+    calibra_core::write_dir_atomically(out, |tmp| -> Result<()> {
         for (rel, bytes) in files {
             let path = tmp.join(rel);
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
             }
-            write_atomically(&path, |w: &mut dyn Write| w.write_all(bytes))?;
-        }
-        if out.exists() {
-            let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-            std::fs::rename(out, &old).with_context(|| format!("{}: cannot move aside", out.display()))?;
-            std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot create", out.display()))?;
-            std::fs::remove_dir_all(&old).with_context(|| format!("{}: cannot remove", old.display()))?;
-        } else {
-            std::fs::rename(&tmp, out).with_context(|| format!("{}: cannot create", out.display()))?;
+            std::fs::write(&path, bytes).with_context(|| format!("{}: cannot write", path.display()))?;
         }
         Ok(())
-    })();
-    if result.is_err() && tmp.exists() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    result
-}
-
-/// Removes what a killed eval or report left beside `out` (named `name`): `.NAME.tmp-PID` directories
-/// of processes that no longer run (checked through `/proc`; nothing is removed where `/proc` is
-/// absent), and `.NAME.old-PID` ones when `out` exists (the swap finished; only the clean-up was cut).
-fn remove_stale_siblings(parent: &Path, name: &str, out_exists: bool) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    if !Path::new("/proc/self").exists() {
-        return removed;
-    }
-    let Ok(entries) = std::fs::read_dir(parent) else { return removed };
-    for entry in entries.flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = file.strip_prefix(&format!(".{name}.")) else { continue };
-        let (kind, pid) = match rest.split_once('-') {
-            Some((kind @ ("tmp" | "old"), pid)) => (kind, pid),
-            _ => continue,
-        };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        let dead = pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists();
-        if dead && (kind == "tmp" || out_exists) && std::fs::remove_dir_all(entry.path()).is_ok() {
-            eprintln!("removed {}, left by an interrupted run of pid {pid}", entry.path().display());
-            removed.push(entry.path());
-        }
-    }
-    removed
+    })
+    .map_err(|e| match e {
+        calibra_core::DirWriteError::Fill(e) => e,
+        calibra_core::DirWriteError::Io { path, source } => anyhow::Error::new(source)
+            .context(format!("{}: cannot write the output directory", path.display())),
+    })
 }
 
 /// How many clean template groups the summary lists before pointing to the files.

@@ -11,11 +11,8 @@ fn open_uniform(rng: &mut impl Rng) -> f64 {
     1.0 - rng.random::<f64>()
 }
 
-/// A standard normal variate (Box–Muller, one of the pair).
-pub fn standard_normal(rng: &mut impl Rng) -> f64 {
-    let (u1, u2) = (open_uniform(rng), rng.random::<f64>());
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
+/// A standard normal variate (Box–Muller, one of the pair; calibra-core's).
+pub use calibra_core::standard_normal;
 
 /// A `Gamma(shape, 1)` variate; 0 for `shape = 0` (a degenerate component).
 ///

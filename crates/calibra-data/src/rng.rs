@@ -1,7 +1,7 @@
 //! Seeded random streams: ChaCha20 keyed by a SHA-256 digest, and a portable standard normal.
 
 use crate::hashing::sha256_parts;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 /// A ChaCha20 stream whose 32-byte seed is SHA-256 of the parts (see [`sha256_parts`]). The same
@@ -10,32 +10,13 @@ pub fn rng_from_parts(parts: &[&str]) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(sha256_parts(parts))
 }
 
-/// One N(0, 1) draw by the Box–Muller transform on two uniform draws `u1 ∈ (0, 1]`, `u2 ∈ [0, 1)`:
-/// `sqrt(-2 ln u1) · cos(2π u2)`. Written out (rather than `rand_distr`) so that the stream is pinned
-/// by this crate, not by a dependency's sampling algorithm.
-pub fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
-    let u1 = 1.0 - rng.random::<f64>();
-    let u2 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-/// Both outputs of one Box–Muller transform: two independent N(0, 1) draws from the same two uniform
-/// draws `u1 ∈ (0, 1]`, `u2 ∈ [0, 1)` (each from one `u64` word, as in [`standard_normal`]):
-/// `r = sqrt(−2 ln u1)`, `θ = 2π u2`, returns `(r cos θ, r sin θ)`. The pair is the two coordinates of
-/// a point whose squared radius `r²` is exponential with mean 2 and whose angle is uniform, i.e. a
-/// standard complex Gaussian times √2, so the two values are independent standard normals. Half the
-/// uniform draws of two [`standard_normal`] calls, one `ln` and one `sqrt` instead of two.
-pub fn standard_normal_pair<R: Rng>(rng: &mut R) -> (f64, f64) {
-    let u1 = 1.0 - rng.random::<f64>();
-    let u2 = rng.random::<f64>();
-    let r = (-2.0 * u1.ln()).sqrt();
-    let theta = std::f64::consts::TAU * u2;
-    (r * theta.cos(), r * theta.sin())
-}
+/// The portable N(0, 1) draws (Box–Muller), kept in calibra-core for every crate.
+pub use calibra_core::{standard_normal, standard_normal_pair};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng;
 
     #[test]
     fn normal_draws_have_unit_moments() {

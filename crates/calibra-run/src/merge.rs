@@ -11,7 +11,7 @@
 //!
 //! Merges are all-or-nothing: every source is read and checked for conflicts before anything is
 //! written, and a new output store is built in a temporary directory beside it
-//! (`.<name>.merge-tmp-<pid>`) that is renamed to the output only once complete. A refused merge (a
+//! (`.<name>.tmp-<pid>`, `calibra_core::write_dir_atomically`) that is renamed to the output only once complete. A refused merge (a
 //! conflict, a source that is not a store) leaves no output and no temporary directory; a failure while
 //! writing (disk full) removes the temporary directory. Extending an existing output store appends
 //! through its crash-safe commits, so a write failure there leaves it consistent, holding the entries
@@ -73,21 +73,14 @@ pub fn merge_stores(
     if out.join(RUNS_FILE).exists() {
         return merge_into(sources, out, out, options);
     }
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into());
-    let temp = out.with_file_name(format!(".{name}.merge-tmp-{}", std::process::id()));
-    if temp.exists() {
-        std::fs::remove_dir_all(&temp)
-            .map_err(|e| RunError::io(&temp, "cannot remove a leftover temporary merge directory", e))?;
-    }
-    let result = merge_into(sources, &temp, out, options).and_then(|summary| {
-        std::fs::rename(&temp, out)
-            .map_err(|e| RunError::io(out, "cannot move the merged store into place", e))
-            .map(|()| summary)
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&temp);
-    }
-    result
+    calibra_core::write_dir_atomically(out, |temp| merge_into(sources, temp, out, options)).map_err(|e| {
+        match e {
+            calibra_core::DirWriteError::Fill(e) => e,
+            calibra_core::DirWriteError::Io { path, source } => {
+                RunError::io(path, "cannot move the merged store into place", source)
+            }
+        }
+    })
 }
 
 /// Every conflict the merge would meet, found before anything is written: the first one is the error.

@@ -2,12 +2,12 @@
 //!
 //! `checkpoint/` under a run's directory holds the trained module (`<name>.bpk`, burnpack with its
 //! parameter ids), the optimiser state (`optimizer.bpk`) and `state.json` (whatever the trainer
-//! needs to continue: step, config, losses). A new directory `checkpoint.tmp-<pid>` is completed and
-//! synced, then swapped in by two renames (`checkpoint` → `checkpoint.old`, tmp → `checkpoint`); a
-//! crash between them leaves `checkpoint.old`, which [`read_state`] falls back to.
+//! needs to continue: step, config, losses). A new directory `.checkpoint.tmp-<pid>` is completed and
+//! synced, then swapped in by two renames (`checkpoint` → `checkpoint.old`, tmp → `checkpoint`;
+//! `calibra_core::DirSwap`); a crash between them leaves `checkpoint.old`, which [`read_state`] falls
+//! back to.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
@@ -58,36 +58,21 @@ pub(crate) fn write<M: Module + Clone, S: Serialize>(
     optimizer: &ModuleOptimizer,
     state: &S,
 ) -> Result<(), CheckpointFault> {
-    let tmp = dir.join(format!("checkpoint.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-    }
-    fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-    let fault = |file: &str, why: String| CheckpointFault::Format { path: tmp.join(file), why };
-    for (file, module) in modules {
-        (*module).clone().save_file(tmp.join(file)).map_err(|e| fault(file, e.to_string()))?;
-    }
-    optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| fault("optimizer.bpk", e.to_string()))?;
-    let state_path = tmp.join("state.json");
-    let json = serde_json::to_string(state).map_err(|e| fault("state.json", e.to_string()))?;
-    let mut f = fs::File::create(&state_path).map_err(io(&state_path))?;
-    f.write_all(json.as_bytes()).map_err(io(&state_path))?;
-    f.sync_all().map_err(io(&state_path))?;
-    for file in modules.iter().map(|(f, _)| *f).chain(["optimizer.bpk"]) {
-        let p = tmp.join(file);
-        fs::File::open(&p).and_then(|f| f.sync_all()).map_err(io(&p))?;
-    }
     let current = dir.join(CHECKPOINT);
-    let old = dir.join(CHECKPOINT_OLD);
-    if old.exists() {
-        fs::remove_dir_all(&old).map_err(io(&old))?;
-    }
-    if current.exists() {
-        fs::rename(&current, &old).map_err(io(&current))?;
-    }
-    fs::rename(&tmp, &current).map_err(io(&tmp))?;
-    if old.exists() {
-        fs::remove_dir_all(&old).map_err(io(&old))?;
-    }
-    Ok(())
+    let swap =
+        calibra_core::DirSwap::beside(&current).map_err(io(&current))?.with_aside(dir.join(CHECKPOINT_OLD));
+    swap.write(|tmp| -> Result<(), CheckpointFault> {
+        let fault = |file: &str, why: String| CheckpointFault::Format { path: tmp.join(file), why };
+        for (file, module) in modules {
+            (*module).clone().save_file(tmp.join(file)).map_err(|e| fault(file, e.to_string()))?;
+        }
+        optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| fault("optimizer.bpk", e.to_string()))?;
+        let state_path = tmp.join("state.json");
+        let json = serde_json::to_string(state).map_err(|e| fault("state.json", e.to_string()))?;
+        fs::write(&state_path, json).map_err(io(&state_path))
+    })
+    .map_err(|e| match e {
+        calibra_core::DirWriteError::Fill(e) => e,
+        calibra_core::DirWriteError::Io { path, source } => CheckpointFault::Io { path, source },
+    })
 }

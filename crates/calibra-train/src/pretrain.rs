@@ -24,7 +24,7 @@ use calibra_models::hf::floats::F32View;
 use calibra_models::hf::read_config;
 use calibra_models::vit::VitConfig;
 use calibra_models::{Encoder, EncoderModel};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -186,9 +186,7 @@ pub(crate) fn seeded_normal(
         .map(|_| {
             loop {
                 // Box–Muller (cosine half), rejected outside ±2 when truncated.
-                let u1 = 1.0 - rng.random::<f64>();
-                let u2 = rng.random::<f64>();
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                let z = calibra_core::standard_normal(&mut rng);
                 if !truncate || z.abs() <= 2.0 {
                     break (std * z) as f32;
                 }

@@ -85,12 +85,7 @@ impl LoraBranch {
     }
 }
 
-/// Box–Muller on two uniforms in (0, 1]: one standard normal.
-fn standard_normal(rng: &mut ChaCha20Rng) -> f64 {
-    let u1: f64 = 1.0 - rng.random::<f64>();
-    let u2: f64 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
+use calibra_core::standard_normal;
 
 /// A linear layer that may carry a LoRA branch. With no branch it is exactly the wrapped `Linear`
 /// (and its parameters keep the `Linear`'s names under `base.`).
