@@ -78,6 +78,21 @@ fn writes_every_output_and_they_parse() {
     let mut rows = csv::Reader::from_path(out.join("metric_rows.csv")).unwrap();
     let n = rows.records().map(|r| r.unwrap()).inspect(|r| assert_eq!(&r[13], "3")).count();
     assert_eq!(n, e["input"]["metric_rows"].as_u64().unwrap() as usize);
+    // evaluation.json leaves the per-row tables to their CSV files and says where each went, with its
+    // row count; the first keys keep the evaluation's own order.
+    let tables = e["tables"].as_array().unwrap();
+    for t in tables {
+        let file = t["file"].as_str().unwrap();
+        let rows = csv::Reader::from_path(out.join(file)).unwrap().records().count();
+        assert_eq!(t["rows"].as_u64().unwrap() as usize, rows, "{file}");
+        assert!(e.get(t["key"].as_str().unwrap()).is_none());
+    }
+    let keys: Vec<&str> = tables.iter().map(|t| t["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["metric_rows", "calibration_stability", "focus.adaptation"]);
+    assert!(e["focus"].get("adaptation").is_none() && e["focus"].get("run_gaps").is_some());
+    let text = std::fs::read_to_string(out.join("evaluation.json")).unwrap();
+    assert!(text.starts_with(r#"{"format":"calibra-evaluation","version":"#), "{}", &text[..80]);
+    assert!(!out.join("calibration_stability.json").exists());
     assert_eq!(csv::Reader::from_path(out.join("crs.csv")).unwrap().records().count(), 6);
     assert_eq!(csv::Reader::from_path(out.join("profiles.csv")).unwrap().records().count(), 6);
     // The report links figures that exist; three runs point to predictions files → three diagrams.

@@ -82,10 +82,15 @@ fn csv_rows(path: &Path) -> Vec<csv::StringRecord> {
 fn writes_gaps_deltas_and_encoder_analyses() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("eval");
-    ok(&eval(&out, "2", true, &[]));
-    let e = json(&out.join("evaluation.json"));
+    // The whole evaluation is on stdout; evaluation.json leaves the adaptation deltas to their CSV.
+    let run = eval(&out, "2", true, &["--format", "json"]);
+    ok(&run);
+    let e: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let f = &e["focus"];
     assert_eq!(f["min_group_size"], 30);
+    let file = json(&out.join("evaluation.json"));
+    assert!(file["focus"].get("adaptation").is_none());
+    assert_eq!(file["focus"]["run_gaps"], f["run_gaps"]);
 
     // Gaps: one RunGaps per (clean run with predictions, column): 8 frozen + 6 LoRA runs × 3 columns.
     let run_gaps = f["run_gaps"].as_array().unwrap();

@@ -3,9 +3,12 @@
 //! a Markdown report with SVG figures.
 //!
 //! Output directory layout (`--out DIR`):
-//! - `evaluation.json`: everything (`calibra_crs::Evaluation`), as one line of compact JSON (the
-//!   quickstart's was 25 MB pretty-printed; `jq . evaluation.json` indents it); `--format json` prints
-//!   the same document indented on stdout;
+//! - `evaluation.json`: everything (`calibra_crs::Evaluation`) except the per-row tables written whole
+//!   as CSV here (`metric_rows` → `metric_rows.csv`, `calibration_stability` →
+//!   `calibration_stability.csv`, `focus.adaptation` → `adaptation_deltas.csv`), which its `tables`
+//!   key names with their row counts (`calibra_crs::evaluation_file`), as one line of compact JSON
+//!   (`jq . evaluation.json` indents it); `--format json` prints the whole evaluation, those tables
+//!   included, indented on stdout;
 //! - `metric_rows.csv`, `profiles.csv` (exactly the `calibra crs` input columns: raw ECE), `crs.csv`;
 //! - `report.md`: a summary page first (leading tier, CRS, AUROC vs CRS, frozen vs each adapted
 //!   method, calibration repair, headline figures), then sections whose long tables show their first
@@ -15,7 +18,7 @@
 //!   one reliability grid per dataset of the clean full-label runs pooled over seeds
 //!   (`--all-diagrams`: one diagram per run record);
 //! - `reference.json`: the reference the CRS was computed against (absent without a CRS);
-//! - `calibration_stability.json` and `calibration_stability.csv`: accuracy, ECE, MCE and ACE
+//! - `calibration_stability.csv`: accuracy, ECE, MCE and ACE
 //!   (`adaptive_ece`) across seeds and across prompt templates, per (encoder, dataset, regime, method,
 //!   calibrator, label fraction, condition): n, mean and sample std (ddof 1) of each
 //!   (`calibra_crs::calibration_stability`);
@@ -41,10 +44,8 @@
 //! sibling directory that is renamed to DIR at the end; on error the temporary directory is removed.
 //! An existing DIR is an error unless `--force`, which replaces it only after the new one is complete.
 
-mod focus_csv;
 pub mod numbers;
 mod records;
-mod selective_csv;
 
 use crate::cli::output::{OutputFormat, emit};
 use crate::cli::weights;
@@ -53,7 +54,7 @@ use calibra_crs::encoder_analyses::EncoderAnalysisOptions;
 use calibra_crs::evaluation::{Evaluation, EvaluationOptions};
 use calibra_crs::{
     AxisConfig, AxisWeights, BootstrapConfig, CalibrationStability, ComponentWeights, Reference, Regime,
-    RobustnessVariant, RunRecordSet, STABILITY_METRICS, ScoreWeights, StabilityAxis,
+    RobustnessVariant, RunRecordSet, ScoreWeights, StabilityAxis,
 };
 use calibra_crs::{FocusOptions, GapKind, GroupColumn, PairedBootstrapConfig, SampleMetric, focus_analyses};
 use calibra_crs::{SelectiveOptions, selective_analyses};
@@ -365,90 +366,6 @@ fn reliability_figures(set: &RunRecordSet, n_bins: usize) -> Result<Vec<Reliabil
     Ok(out)
 }
 
-/// The condition columns of a CSV row: kind, perturbation, severity, shift target.
-fn condition_cells(condition: &calibra_crs::Condition) -> [String; 4] {
-    match condition {
-        calibra_crs::Condition::Clean => ["clean".into(), String::new(), String::new(), String::new()],
-        calibra_crs::Condition::Perturbation { perturbation, severity } => {
-            ["perturbation".into(), perturbation.clone(), severity.to_string(), String::new()]
-        }
-        calibra_crs::Condition::Shift { target } => {
-            ["shift".into(), String::new(), String::new(), target.clone()]
-        }
-    }
-}
-
-/// `calibration_stability.csv`: one row per stability group; per metric of
-/// [`STABILITY_METRICS`] its `_n`, `_mean` and `_std` (empty std below 2 members, all three empty when
-/// the group does not carry the metric); `members` is `;`-separated (seeds or template ids).
-fn calibration_stability_csv(table: &CalibrationStability) -> Result<Vec<u8>> {
-    let mut header: Vec<String> = [
-        "axis",
-        "encoder",
-        "dataset",
-        "regime",
-        "method",
-        "calibrator",
-        "label_fraction",
-        "condition",
-        "perturbation",
-        "severity",
-        "shift_target",
-        "template",
-        "seed",
-        "members",
-    ]
-    .map(String::from)
-    .to_vec();
-    for m in STABILITY_METRICS {
-        header.extend(["n", "mean", "std"].map(|s| format!("{m}_{s}")));
-    }
-    let rows = table
-        .rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                r.axis.name().to_string(),
-                r.encoder.clone(),
-                r.dataset.clone(),
-                r.regime.name().to_string(),
-                r.method.clone(),
-                r.calibrator.clone(),
-                r.label_fraction.to_string(),
-            ];
-            row.extend(condition_cells(&r.condition));
-            row.push(r.template.clone().unwrap_or_default());
-            row.push(r.seed.map(|s| s.to_string()).unwrap_or_default());
-            row.push(r.members.join(";"));
-            for m in STABILITY_METRICS {
-                match r.metric(m) {
-                    Some(s) => row.extend([s.n.to_string(), csv_number(Some(s.mean)), csv_number(s.std)]),
-                    None => row.extend([String::new(), String::new(), String::new()]),
-                }
-            }
-            row
-        })
-        .collect();
-    csv_bytes(&header.iter().map(String::as_str).collect::<Vec<_>>(), rows)
-}
-
-/// A number in a CSV cell: shortest round-trip form, empty when absent or undefined.
-fn csv_number(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => v.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn csv_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(header)?;
-    for row in rows {
-        w.write_record(&row)?;
-    }
-    w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))
-}
-
 /// Every output file (relative path, bytes); `evaluation.json` last.
 fn output_files(
     e: &Evaluation,
@@ -456,120 +373,7 @@ fn output_files(
     reference_json: Option<String>,
     layout: &ReportLayout,
 ) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut files = Vec::new();
-    let rows = e
-        .metric_rows
-        .iter()
-        .map(|r| {
-            let [kind, perturbation, severity, target] = condition_cells(&r.condition);
-            vec![
-                r.encoder.clone(),
-                r.dataset.clone(),
-                r.regime.name().to_string(),
-                r.probe.clone(),
-                r.calibrator.clone(),
-                r.label_fraction.to_string(),
-                kind,
-                perturbation,
-                severity,
-                target,
-                r.metric.clone(),
-                csv_number(Some(r.mean)),
-                csv_number(r.std),
-                r.n_seeds.to_string(),
-            ]
-        })
-        .collect();
-    files.push((
-        "metric_rows.csv".to_string(),
-        csv_bytes(
-            &[
-                "encoder",
-                "dataset",
-                "regime",
-                "probe",
-                "calibrator",
-                "label_fraction",
-                "condition",
-                "perturbation",
-                "severity",
-                "shift_target",
-                "metric",
-                "mean",
-                "std",
-                "n_seeds",
-            ],
-            rows,
-        )?,
-    ));
-    // The selective axis (five axis weights) adds the `calibra crs` column `selective` (raw AUGRC).
-    let selective_axis = e.axes.selective_metric.is_some();
-    let rows = e
-        .profiles
-        .iter()
-        .map(|p| {
-            let mut row = vec![
-                p.encoder.clone(),
-                csv_number(p.discrimination),
-                csv_number(p.calibration_error),
-                csv_number(p.label_efficiency),
-                csv_number(p.robustness),
-            ];
-            if selective_axis {
-                row.push(csv_number(p.selective_error));
-            }
-            row
-        })
-        .collect();
-    let mut header = vec!["encoder", "discrimination", "calibration", "label_efficiency", "robustness"];
-    if selective_axis {
-        header.push(calibra_crs::profile_table::SELECTIVE_COLUMN);
-    }
-    files.push(("profiles.csv".to_string(), csv_bytes(&header, rows)?));
-    let mut order: Vec<usize> = (0..e.crs.len()).collect();
-    order.sort_by_key(|&i| e.crs[i].rank);
-    let rows = order
-        .iter()
-        .map(|&i| {
-            let c = &e.crs[i];
-            let mut row = vec![c.rank.to_string(), c.encoder.clone()];
-            row.extend(c.normalized.iter().map(|&v| csv_number(Some(v))));
-            row.extend([c.dominance, c.ideal, c.worst, c.crs].map(|v| csv_number(Some(v))));
-            row.extend([c.lower, c.upper, c.p_rank1, c.p_top3].map(csv_number));
-            row.push(c.in_panel.to_string());
-            row
-        })
-        .collect();
-    let normalized: Vec<String> = calibra_crs::axes_of(if selective_axis { 5 } else { 4 })
-        .iter()
-        .map(|a| format!("{}_normalized", a.name()))
-        .collect();
-    let mut header = vec!["rank", "encoder"];
-    header.extend(normalized.iter().map(String::as_str));
-    header.extend([
-        "dominance",
-        "ideal",
-        "worst",
-        "crs",
-        "crs_lower",
-        "crs_upper",
-        "p_rank1",
-        "p_top3",
-        "in_panel",
-    ]);
-    files.push(("crs.csv".to_string(), csv_bytes(&header, rows)?));
-    files.push((
-        "calibration_stability.csv".to_string(),
-        calibration_stability_csv(&e.calibration_stability)?,
-    ));
-    files.push((
-        "calibration_stability.json".to_string(),
-        (serde_json::to_string(&e.calibration_stability)? + "\n").into_bytes(),
-    ));
-    files.extend(focus_csv::focus_csv_files(e)?);
-    if let Some(r) = &e.selective {
-        files.extend(selective_csv::selective_csv_files(r)?);
-    }
+    let mut files = calibra_report::evaluation_csv_files(e)?;
     let report = eval_report_with(e, figures, &layout.options);
     // report.html: the same Markdown with every SVG figure inlined.
     let svgs: BTreeMap<String, String> = report
@@ -592,7 +396,8 @@ fn output_files(
     if let Some(json) = reference_json {
         files.push(("reference.json".to_string(), (json + "\n").into_bytes()));
     }
-    files.push(("evaluation.json".to_string(), (serde_json::to_string(e)? + "\n").into_bytes()));
+    let file = calibra_crs::evaluation_file::evaluation_file_json(e)?;
+    files.push(("evaluation.json".to_string(), (file + "\n").into_bytes()));
     Ok(files)
 }
 

@@ -30,6 +30,7 @@ pub mod axes;
 pub mod bootstrap;
 // One evaluation of a run set (helper eval).
 pub mod evaluation;
+pub mod evaluation_file;
 pub mod metric_rows;
 pub mod rank_compare;
 pub mod regime_comparison;

@@ -546,8 +546,9 @@ pub fn eval_report_with(
         ));
     }
     md.push_str(
-        "\nEvery number is taken from `evaluation.json` (4 decimals); long tables show their first rows and \
-         link the whole table as CSV beside this file.\n",
+        "\nEvery number is taken from `evaluation.json` or from the per-row tables it leaves to the CSV files \
+         beside this file (`metric_rows.csv`, `calibration_stability.csv`, `adaptation_deltas.csv`), shown to \
+         4 decimals; long tables show their first rows and link the whole table as CSV beside this file.\n",
     );
     md.push_str(&crate::convergence_report::convergence_section(&e.convergence));
     if let Some(why) = &e.crs_not_computed {

@@ -1,6 +1,7 @@
 //! calibra-report: the human-facing side of an evaluation — Markdown tables and SVG figures.
 //!
-//! Owns: a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
+//! Owns: the CSV tables of an evaluation ([`evaluation_csv_files`]: `#[derive(Serialize)]` rows written
+//! with the `csv` crate, sharing one set of cell-key columns), a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
 //! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart, the risk–coverage and coverage-under-shift line charts), Markdown table formatting, and the assembly of an
 //! evaluation's report ([`eval_report`]: `report.md` plus its figures).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
@@ -8,7 +9,8 @@
 //! in pure Rust (resvg) with an embedded DejaVu Sans, and [`report_html`] makes the self-contained
 //! `report.html` (figures inlined as SVG, no script, nothing fetched).
 //!
-//! Must not depend on: burn, or file IO (callers write the files). Figures take plain data (names and
+//! Must not depend on: burn, or file IO (callers write the files: tables and figures are bytes and
+//! strings). Figures take plain data (names and
 //! numbers) so that any caller can draw them; the only calibra type they use is
 //! `calibra_metrics::ReliabilityBin`, the bins the metrics crate computes ECE from. Only the report
 //! assembly ([`eval_report`]) reads calibra-crs's public `Evaluation`.
@@ -16,7 +18,10 @@
 
 mod capped_table;
 mod convergence_report;
+mod csv_cells;
 mod eval_report;
+mod evaluation_csv;
+mod focus_csv;
 mod focus_report;
 mod html;
 mod line_chart;
@@ -26,15 +31,18 @@ mod profile_bars;
 mod rank_displacement;
 mod reliability_diagram;
 mod reliability_grid;
+mod selective_csv;
 mod selective_report;
 mod svg;
 mod tau_dots;
 mod transfer_report;
 
 pub use convergence_report::convergence_section;
+pub use csv_cells::{CellColumns, ConditionColumns, CsvTableError, Number, RunColumns, run_columns};
 pub use eval_report::{
     ReliabilityFigure, ReportFile, ReportOptions, eval_report, eval_report_with, heading_anchor,
 };
+pub use evaluation_csv::evaluation_csv_files;
 pub use focus_report::{encoder_analyses_section, focus_section};
 pub use html::report_html;
 pub use line_chart::{ChartAxes, Series, line_chart};
