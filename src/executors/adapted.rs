@@ -85,32 +85,10 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
     }
 }
 
-/// The calibra-train registry spec and `key=value` arguments of a recipe loss (the recipe's names
-/// are the papers' — `calibra_run::names::LOSSES` — the registry's are the implementations'). On a
-/// multilabel dataset `ce` is the per-label binary cross-entropy with missing labels masked; the
-/// other losses are defined over classes and refuse multilabel batches with an error naming them.
-pub(super) fn registry_loss(loss: &LossConfig, multilabel: bool) -> Result<(String, Vec<String>), String> {
-    let arg = |key: &str| -> Result<f64, String> {
-        loss.args.get(key).copied().ok_or_else(|| format!("loss `{}` needs the argument `{key}`", loss.name))
-    };
-    let (spec, args) = match loss.name.as_str() {
-        "ce" if multilabel => ("bce_masked", vec![]),
-        "ce" => ("ce", vec![]),
-        "label-smoothing" => ("ls", vec![format!("eps={}", arg("epsilon")?)]),
-        "focal" => ("focal", vec![format!("gamma={}", arg("gamma")?)]),
-        "mdca" => ("ce+mdca", vec![format!("mdca.beta={}", arg("beta")?)]),
-        "mbls" => ("mbls", vec![format!("margin={}", arg("margin")?), format!("lambda={}", arg("alpha")?)]),
-        "mcm" => ("mcm", vec![format!("alpha={}", arg("alpha")?), format!("beta={}", arg("beta")?)]),
-        "zs-norm" => ("zs_norm", vec![]),
-        "penalty" => ("range_penalty", vec![format!("lambda={}", arg("lambda")?)]),
-        other => return Err(format!("loss `{other}` has no implementation in calibra-train")),
-    };
-    Ok((spec.to_string(), args))
-}
-
 /// Build a recipe loss.
 pub(super) fn recipe_loss(loss: &LossConfig, multilabel: bool) -> Result<Box<dyn Loss>, String> {
-    let (spec, args) = registry_loss(loss, multilabel)?;
+    // The recipe's names are the papers', the registry's the implementations' (`calibra_run::names`).
+    let (spec, args) = calibra_run::names::registry_loss(&loss.name, &loss.args, multilabel)?;
     build_loss(&spec, &args).map_err(|e| format!("loss `{}` (registry `{spec}`): {e}", loss.name))
 }
 
@@ -227,4 +205,22 @@ fn held_out_auroc(p: &Predictions) -> Option<f64> {
         Targets::Labels(values) => multilabel_macro_auroc(&probs, k, values, UndefinedPolicy::SkipUndefined),
     };
     (average.defined > 0 && average.mean.is_finite()).then_some(average.mean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_recipe_loss_builds_in_calibra_train() {
+        for l in calibra_run::names::LOSSES {
+            let args = l.args.iter().map(|(a, _)| (a.to_string(), 0.1)).collect();
+            for multilabel in [false, true] {
+                let (spec, a) = calibra_run::names::registry_loss(l.name, &args, multilabel).unwrap();
+                if let Err(e) = build_loss(&spec, &a) {
+                    panic!("loss `{}` (registry `{spec}` {a:?}): {e}", l.name);
+                }
+            }
+        }
+    }
 }

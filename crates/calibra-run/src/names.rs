@@ -8,21 +8,91 @@
 /// frequencies for every sample: the floor any probe must beat).
 pub const PROBES: &[&str] = &["logistic", "mlp", "knn", "prior"];
 
-/// Training losses of the adapted regimes (`[[losses]] name`), with the arguments each accepts.
-/// `ce` cross-entropy (per-label masked BCE on multilabel datasets); `label-smoothing` (`epsilon`,
-/// torch's ε/K form); `focal` (`gamma`); `mdca` (`beta`: CE + β·MDCA); `mbls` (`margin`, `alpha`: the
-/// weight of the margin term); `mcm` (`alpha`, `beta`); `zs-norm` (no argument: CE on logits
-/// normalised into the zero-shot range); `penalty` (`lambda`: CE + λ·range penalty, 10 in the paper).
-pub const LOSSES: &[(&str, &[&str])] = &[
-    ("ce", &[]),
-    ("label-smoothing", &["epsilon"]),
-    ("focal", &["gamma"]),
-    ("mdca", &["beta"]),
-    ("mbls", &["margin", "alpha"]),
-    ("mcm", &["alpha", "beta"]),
-    ("zs-norm", &[]),
-    ("penalty", &["lambda"]),
+/// A training loss a recipe may name (`[[losses]] name`), its arguments, and the calibra-train
+/// registry loss that implements it: the one list that recipe validation and loss construction both
+/// read (the recipe's names and arguments are the papers', the registry's are the implementations').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossName {
+    /// The recipe name.
+    pub name: &'static str,
+    /// Each recipe argument, with the registry argument it sets (`epsilon` → `eps`), in the order the
+    /// registry receives them.
+    pub args: &'static [(&'static str, &'static str)],
+    /// The calibra-train registry loss on single-label data.
+    pub registry: &'static str,
+    /// The registry loss on multilabel data, where it differs; `None`: the same loss, which then
+    /// refuses multilabel batches with an error naming it.
+    pub multilabel_registry: Option<&'static str>,
+}
+
+/// Training losses of the adapted regimes. `ce` cross-entropy (per-label masked BCE on multilabel
+/// datasets); `label-smoothing` (`epsilon`, torch's ε/K form); `focal` (`gamma`); `mdca` (`beta`: CE +
+/// β·MDCA); `mbls` (`margin`, `alpha`: the weight of the margin term); `mcm` (`alpha`, `beta`);
+/// `zs-norm` (no argument: CE on logits normalised into the zero-shot range); `penalty` (`lambda`: CE +
+/// λ·range penalty, 10 in the paper).
+pub const LOSSES: &[LossName] = &[
+    LossName { name: "ce", args: &[], registry: "ce", multilabel_registry: Some("bce_masked") },
+    LossName {
+        name: "label-smoothing",
+        args: &[("epsilon", "eps")],
+        registry: "ls",
+        multilabel_registry: None,
+    },
+    LossName { name: "focal", args: &[("gamma", "gamma")], registry: "focal", multilabel_registry: None },
+    LossName { name: "mdca", args: &[("beta", "mdca.beta")], registry: "ce+mdca", multilabel_registry: None },
+    LossName {
+        name: "mbls",
+        args: &[("margin", "margin"), ("alpha", "lambda")],
+        registry: "mbls",
+        multilabel_registry: None,
+    },
+    LossName {
+        name: "mcm",
+        args: &[("alpha", "alpha"), ("beta", "beta")],
+        registry: "mcm",
+        multilabel_registry: None,
+    },
+    LossName { name: "zs-norm", args: &[], registry: "zs_norm", multilabel_registry: None },
+    LossName {
+        name: "penalty",
+        args: &[("lambda", "lambda")],
+        registry: "range_penalty",
+        multilabel_registry: None,
+    },
 ];
+
+/// The loss a recipe names, or `None` for an unknown one.
+pub fn loss(name: &str) -> Option<&'static LossName> {
+    LOSSES.iter().find(|l| l.name == name)
+}
+
+/// The recipe argument names of loss `name`, or `None` for an unknown loss.
+pub fn loss_args(name: &str) -> Option<Vec<&'static str>> {
+    loss(name).map(|l| l.args.iter().map(|(recipe, _)| *recipe).collect())
+}
+
+/// The calibra-train registry spec and `key=value` arguments of a recipe loss with argument values
+/// `args` (recipe names) on single-label or multilabel data. An unknown loss or a missing argument
+/// is an error naming it (recipe validation reports both before any work; this is the executors'
+/// guard).
+pub fn registry_loss(
+    name: &str,
+    args: &std::collections::BTreeMap<String, f64>,
+    multilabel: bool,
+) -> Result<(String, Vec<String>), String> {
+    let l = loss(name).ok_or_else(|| format!("loss `{name}` has no implementation in calibra-train"))?;
+    let spec = if multilabel { l.multilabel_registry.unwrap_or(l.registry) } else { l.registry };
+    let args = l
+        .args
+        .iter()
+        .map(|(recipe, registry)| {
+            let v =
+                args.get(*recipe).ok_or_else(|| format!("loss `{name}` needs the argument `{recipe}`"))?;
+            Ok(format!("{registry}={v}"))
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((spec.to_string(), args))
+}
 
 /// Transferability estimators (`[regimes.estimate] estimators`), as calibra-transfer names them
 /// (`calibra transfer score --estimators`): LogME, H-score, shrinkage H-score, GBC, NLEEP,
@@ -38,8 +108,10 @@ pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", 
 /// which only `temperature` and `isotonic` support).
 pub const SINGLE_LABEL_CALIBRATORS: &[&str] = &["vector", "dirichlet"];
 
-/// Acquisition perturbations (`[perturbations] names`), as named by calibra-data.
-pub const PERTURBATIONS: &[&str] = &["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"];
+/// Acquisition perturbations (`[perturbations] names`): calibra-data's own list, in protocol order.
+pub fn perturbations() -> Vec<&'static str> {
+    calibra_data::Perturbation::ALL.iter().map(|p| p.name()).collect()
+}
 
 /// Largest severity a recipe may ask for (severities are 1..=MAX_SEVERITY): exactly what calibra-data
 /// implements ([`calibra_data::perturb::Severity::MAX_LEVEL`]), so that a recipe that validates never
@@ -65,7 +137,38 @@ pub fn is_known(list: &[&str], name: &str) -> bool {
     list.contains(&name)
 }
 
-/// The argument names of loss `name`, or `None` for an unknown loss.
-pub fn loss_args(name: &str) -> Option<&'static [&'static str]> {
-    LOSSES.iter().find(|(n, _)| *n == name).map(|(_, args)| *args)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn recipe_losses_map_to_registry_specs_and_arguments() {
+        let args: BTreeMap<String, f64> = [("margin".to_string(), 10.0), ("alpha".to_string(), 0.1)].into();
+        assert_eq!(
+            registry_loss("mbls", &args, false).unwrap(),
+            ("mbls".to_string(), vec!["margin=10".to_string(), "lambda=0.1".to_string()])
+        );
+        assert_eq!(registry_loss("ce", &BTreeMap::new(), true).unwrap().0, "bce_masked");
+        assert_eq!(registry_loss("ce", &BTreeMap::new(), false).unwrap().0, "ce");
+        assert_eq!(
+            registry_loss("mdca", &BTreeMap::new(), false).unwrap_err(),
+            "loss `mdca` needs the argument `beta`"
+        );
+        assert!(registry_loss("hinge", &BTreeMap::new(), false).unwrap_err().contains("`hinge`"));
+        assert_eq!(loss_args("mcm").unwrap(), ["alpha", "beta"]);
+        assert!(loss_args("hinge").is_none());
+    }
+
+    #[test]
+    fn names_are_distinct_and_perturbations_are_calibra_datas() {
+        for list in [LOSSES.iter().map(|l| l.name).collect::<Vec<_>>(), perturbations(), CALIBRATORS.to_vec()]
+        {
+            let mut sorted = list.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), list.len(), "{list:?}");
+        }
+        assert_eq!(perturbations(), ["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"]);
+    }
 }

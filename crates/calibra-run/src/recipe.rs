@@ -26,7 +26,7 @@
 //!                                     # `vector` and `dirichlet` are single-label only
 //!
 //! [perturbations]                     # optional; absent = clean test split only
-//! names = ["gaussian-blur", "jpeg"]   # names::PERTURBATIONS
+//! names = ["gaussian-blur", "jpeg"]   # names::perturbations()
 //! severities = [1, 2, 3]              # each in 1..=names::MAX_SEVERITY
 //! label_fractions = [1.0]             # optional: only fits at these fractions get perturbed slots
 //!
@@ -801,12 +801,12 @@ impl Recipe {
             let at = root.key("perturbations");
             non_empty_distinct(&mut problem, &at.key("names"), &p.names);
             for (i, n) in p.names.iter().enumerate() {
-                if !names::is_known(names::PERTURBATIONS, n) {
+                if calibra_data::Perturbation::parse(n).is_none() {
                     problem(
                         at.key("names").index(i),
                         format!(
                             "unknown perturbation `{n}`; expected one of {}",
-                            names::PERTURBATIONS.join(", ")
+                            names::perturbations().join(", ")
                         ),
                     );
                 }
@@ -981,7 +981,7 @@ impl Recipe {
                     format!(
                         "unknown loss `{}`; expected one of {}",
                         l.name,
-                        names::LOSSES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                        names::LOSSES.iter().map(|l| l.name).collect::<Vec<_>>().join(", ")
                     ),
                 ),
                 Some(expected) => {
