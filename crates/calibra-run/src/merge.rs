@@ -10,8 +10,8 @@
 //!   both records as `file:line`.
 //!
 //! Merges are all-or-nothing: every source is read and checked for conflicts before anything is
-//! written, and a new output store is built in a temporary directory beside it
-//! (`.<name>.tmp-<pid>`, `calibra_core::write_dir_atomically`) that is renamed to the output only once complete. A refused merge (a
+//! written, and a new output store is built in a temporary directory beside it (`.<name>.tmp-<pid>`,
+//! `calibra_core::write_dir_atomically`) that is synced and renamed to the output only once complete. A refused merge (a
 //! conflict, a source that is not a store) leaves no output and no temporary directory; a failure while
 //! writing (disk full) removes the temporary directory. Extending an existing output store appends
 //! through its crash-safe commits, so a write failure there leaves it consistent, holding the entries
@@ -76,9 +76,11 @@ pub fn merge_stores(
     calibra_core::write_dir_atomically(out, |temp| merge_into(sources, temp, out, options)).map_err(|e| {
         match e {
             calibra_core::DirWriteError::Fill(e) => e,
-            calibra_core::DirWriteError::Io { path, source } => {
-                RunError::io(path, "cannot move the merged store into place", source)
-            }
+            calibra_core::DirWriteError::Io { path, source } => RunError::io(
+                path,
+                "cannot write the merged store (its temporary directory, sync or rename)",
+                source,
+            ),
         }
     })
 }
