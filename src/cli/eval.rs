@@ -425,10 +425,11 @@ fn write_output_dir(out: &Path, files: &[(String, Vec<u8>)], force: bool) -> Res
         }
         Ok(())
     })
-    .map_err(|e| match e {
-        calibra_core::DirWriteError::Fill(e) => e,
-        calibra_core::DirWriteError::Io { path, source } => anyhow::Error::new(source)
-            .context(format!("{}: cannot write the output directory", path.display())),
+    .map_err(|e| {
+        e.into_error(|path, source| {
+            anyhow::Error::new(source)
+                .context(format!("{}: cannot write the output directory", path.display()))
+        })
     })
 }
 

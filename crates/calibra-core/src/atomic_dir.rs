@@ -8,6 +8,7 @@
 //! A crash leaves at most the temporary directory (which [`remove_dead_siblings`] or, under a run
 //! store's lock, [`crate::remove_foreign_temporaries`] clears) and, between the two renames, the
 //! previous directory at its aside path, complete.
+use crate::atomic_file::{parent_dir, sync_dir};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,16 @@ use std::path::{Path, PathBuf};
 pub enum DirWriteError<E> {
     Io { path: PathBuf, source: std::io::Error },
     Fill(E),
+}
+
+impl<E> DirWriteError<E> {
+    /// The caller's error: its own fill error as it was, an I/O step of the swap through `io`.
+    pub fn into_error(self, io: impl FnOnce(PathBuf, std::io::Error) -> E) -> E {
+        match self {
+            DirWriteError::Io { path, source } => io(path, source),
+            DirWriteError::Fill(e) => e,
+        }
+    }
 }
 
 impl<E: std::fmt::Display> std::fmt::Display for DirWriteError<E> {
@@ -54,7 +65,7 @@ impl DirSwap {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no directory name")
         })?;
         let name = name.to_string_lossy();
-        let parent = parent_of(target);
+        let parent = parent_dir(target);
         let pid = std::process::id();
         Ok(DirSwap {
             target: target.to_path_buf(),
@@ -80,8 +91,8 @@ impl DirSwap {
             let path = path.to_path_buf();
             move |source| DirWriteError::Io { path, source }
         };
-        let parent = parent_of(&self.target);
-        fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let parent = parent_dir(&self.target);
+        fs::create_dir_all(parent).map_err(io(parent))?;
         if self.temporary.exists() {
             fs::remove_dir_all(&self.temporary).map_err(io(&self.temporary))?;
         }
@@ -98,9 +109,7 @@ impl DirSwap {
                 fs::rename(&self.target, &self.aside).map_err(io(&self.target))?;
             }
             fs::rename(&self.temporary, &self.target).map_err(io(&self.target))?;
-            if let Ok(d) = File::open(&parent) {
-                let _ = d.sync_all();
-            }
+            sync_dir(parent);
             if self.aside.exists() {
                 fs::remove_dir_all(&self.aside).map_err(io(&self.aside))?;
             }
@@ -123,13 +132,6 @@ where
     swap.write(fill)
 }
 
-fn parent_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// fsync every file and directory under `dir` (and `dir` itself), depth first.
 fn sync_tree<E>(dir: &Path) -> Result<(), DirWriteError<E>> {
     let io = |path: &Path, source| DirWriteError::Io { path: path.to_path_buf(), source };
@@ -142,10 +144,7 @@ fn sync_tree<E>(dir: &Path) -> Result<(), DirWriteError<E>> {
             File::open(&path).and_then(|f| f.sync_all()).map_err(|e| io(&path, e))?;
         }
     }
-    // Directories cannot be opened for syncing everywhere; where they can, the entries persist.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    sync_dir(dir);
     Ok(())
 }
 
@@ -159,9 +158,8 @@ pub fn remove_dead_siblings(target: &Path) -> Vec<PathBuf> {
     if !Path::new("/proc/self").exists() {
         return removed;
     }
-    let parent = parent_of(target);
     let target_exists = target.exists();
-    let Ok(entries) = fs::read_dir(&parent) else { return removed };
+    let Ok(entries) = fs::read_dir(parent_dir(target)) else { return removed };
     let mut entries: Vec<_> = entries.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
@@ -232,6 +230,12 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(err, DirWriteError::Fill(ref e) if e.to_string() == "disk full"), "{err}");
+        let text =
+            err.into_error(|path, source| std::io::Error::other(format!("{}: {source}", path.display())));
+        assert_eq!(text.to_string(), "disk full", "a fill error comes back as it was");
+        let io =
+            DirWriteError::<String>::Io { path: "/x".into(), source: std::io::Error::other("no rename") };
+        assert_eq!(io.into_error(|path, source| format!("{}: {source}", path.display())), "/x: no rename");
         assert_eq!(listing(dir.path()), ["out"]);
         assert_eq!(listing(&target), ["kept.csv"]);
     }

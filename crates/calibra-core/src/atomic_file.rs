@@ -24,10 +24,7 @@ where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
     R: FnOnce(&Path, &Path) -> std::io::Result<()>,
 {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(path);
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no file name"))?;
@@ -39,16 +36,29 @@ where
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         rename(&tmp, path)?;
-        // Persist the rename itself where the platform allows opening a directory.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+        sync_dir(dir);
         Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The directory `path` lives in (`.` for a bare name), where its temporary sibling goes.
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// fsync a directory, so that the entries created or renamed in it persist; best effort, since not
+/// every platform lets a directory be opened for syncing.
+pub(crate) fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
 }
 
 /// [`write_atomically`] of a byte slice.

@@ -74,14 +74,13 @@ pub fn merge_stores(
         return merge_into(sources, out, out, options);
     }
     calibra_core::write_dir_atomically(out, |temp| merge_into(sources, temp, out, options)).map_err(|e| {
-        match e {
-            calibra_core::DirWriteError::Fill(e) => e,
-            calibra_core::DirWriteError::Io { path, source } => RunError::io(
+        e.into_error(|path, source| {
+            RunError::io(
                 path,
                 "cannot write the merged store (its temporary directory, sync or rename)",
                 source,
-            ),
-        }
+            )
+        })
     })
 }
 

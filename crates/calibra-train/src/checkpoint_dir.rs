@@ -71,8 +71,5 @@ pub(crate) fn write<M: Module + Clone, S: Serialize>(
         let json = serde_json::to_string(state).map_err(|e| fault("state.json", e.to_string()))?;
         fs::write(&state_path, json).map_err(io(&state_path))
     })
-    .map_err(|e| match e {
-        calibra_core::DirWriteError::Fill(e) => e,
-        calibra_core::DirWriteError::Io { path, source } => CheckpointFault::Io { path, source },
-    })
+    .map_err(|e| e.into_error(|path, source| CheckpointFault::Io { path, source }))
 }

@@ -275,10 +275,7 @@ pub fn save_adapted(fitted: &FineTuned, dir: &Path) -> Result<(), FineTuneError>
         }
         Ok(())
     })
-    .map_err(|e| match e {
-        calibra_core::DirWriteError::Fill(e) => e,
-        calibra_core::DirWriteError::Io { path, source } => FineTuneError::Io { path, source },
-    })
+    .map_err(|e| e.into_error(|path, source| FineTuneError::Io { path, source }))
 }
 
 fn write_head(
