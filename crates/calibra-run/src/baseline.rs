@@ -29,7 +29,7 @@ use std::rc::Rc;
 
 use calibra_calibrate::{CalibratorOptions, FittedCalibrator, Method, calibrator_for};
 use calibra_crs::{Condition, Regime, RunRecord};
-use calibra_data::{Dataset, DatasetSpec, LoadOptions, RowTargets, SplitAssignment, Target, TaskKind};
+use calibra_data::{Dataset, DatasetSpec, LoadOptions, RowTargets, SplitAssignment};
 use calibra_metrics::{SummaryOptions, summarize_multilabel, summarize_single_label};
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_predictions_to};
 
@@ -61,36 +61,28 @@ pub fn split_of(dataset: &Dataset, s: &SplitSettings) -> Result<SplitAssignment,
     Ok(calibra_data::split_dataset(dataset, &s.config())?)
 }
 
-/// The prior's logits (one row, K columns) from the training rows.
-fn prior_logits(dataset: &Dataset, rows: &[usize]) -> Vec<f64> {
+/// The prior's logits (one row, K columns) from the training rows: Laplace-smoothed log class
+/// frequencies, or per label the log-odds of the smoothed positive rate over the observed rows.
+fn prior_logits(dataset: &Dataset, rows: &[usize]) -> Result<Vec<f64>, ExecError> {
     let k = dataset.labels.len();
-    match dataset.labels.kind {
-        TaskKind::Multiclass | TaskKind::Ordinal => {
+    Ok(match dataset.row_targets(rows)? {
+        RowTargets::Classes(classes) => {
             let mut counts = vec![0usize; k];
-            for &i in rows {
-                if let Target::Class(c) = dataset.samples[i].target {
-                    counts[c] += 1;
-                }
+            for c in classes {
+                counts[c] += 1;
             }
             let n = rows.len() as f64;
             counts.iter().map(|&c| ((c as f64 + 1.0) / (n + k as f64)).ln()).collect()
         }
-        TaskKind::Multilabel => (0..k)
+        RowTargets::Labels(table) => (0..k)
             .map(|l| {
-                let (mut pos, mut obs) = (0usize, 0usize);
-                for &i in rows {
-                    if let Target::Labels(v) = &dataset.samples[i].target
-                        && let Some(t) = v[l]
-                    {
-                        obs += 1;
-                        pos += usize::from(t);
-                    }
-                }
+                let observed = table.chunks_exact(k).filter_map(|row| row[l]);
+                let (pos, obs) = observed.fold((0usize, 0usize), |(p, o), t| (p + usize::from(t), o + 1));
                 let p = (pos as f64 + 1.0) / (obs as f64 + 2.0);
                 (p / (1.0 - p)).ln()
             })
             .collect(),
-    }
+    })
 }
 
 /// The prior's predictions on `rows` of `dataset`: the same logits row for every sample.
@@ -200,7 +192,7 @@ impl Executor for BaselineExecutor {
         let dataset = self.dataset(&c.dataset.spec)?;
         let split = split_of(&dataset, &c.split)?;
         let train = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
-        let logits = prior_logits(&dataset, &train);
+        let logits = prior_logits(&dataset, &train)?;
         let calibration = predictions(&dataset, &split.calibration, &logits)?;
         let mut fitted = HashMap::new();
         let mut outputs = Vec::new();
