@@ -4,6 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::{Dropout, DropoutConfig, Linear};
 use burn::tensor::module::linear;
 use burn::tensor::{Device, Tensor, TensorData};
+use calibra_core::standard_normal;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -84,8 +85,6 @@ impl LoraBranch {
         self.a.val().transpose().matmul(self.b.val().transpose()).mul_scalar(self.scale)
     }
 }
-
-use calibra_core::standard_normal;
 
 /// A linear layer that may carry a LoRA branch. With no branch it is exactly the wrapped `Linear`
 /// (and its parameters keep the `Linear`'s names under `base.`).
