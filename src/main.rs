@@ -4,7 +4,6 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 mod cli;
-mod executors;
 
 /// calibra: choose and adapt medical image encoders by their reliability, not by AUROC alone.
 #[derive(Debug, Parser)]

@@ -202,6 +202,7 @@ fn shards_and_merge_give_the_records_of_one_process() {
 fn report_regenerates_the_evaluation_from_the_store_alone() {
     use calibra_crs::RunRecord;
     use calibra_run::executor::{ExecError, Executor, RunContext};
+    use calibra_run::fitted::FitOutcome;
     use calibra_run::store::{PredictionsData, RunOutput, RunStore, StoreOptions};
     use calibra_run::{FitSpec, Recipe, ValidationOptions};
     use std::collections::BTreeMap;
@@ -212,37 +213,41 @@ fn report_regenerates_the_evaluation_from_the_store_alone() {
         fn supports(&self, _fit: &FitSpec) -> Result<(), String> {
             Ok(())
         }
-        fn execute(&self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<Vec<RunOutput>, ExecError> {
+        fn fit<'e>(&'e self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<FitOutcome<'e>, ExecError> {
             let c = &fit.config;
             let e: f64 = c.encoder.name.trim_start_matches('e').parse()?;
-            Ok(ctx
-                .missing
-                .iter()
-                .map(|slot| {
-                    let drop =
-                        if slot.condition == calibra_crs::Condition::Clean { 0.0 } else { 0.02 * (3.0 - e) };
-                    let auroc = 0.6 + 0.05 * e + 0.05 * c.label_fraction - drop + 0.001 * c.seed as f64;
-                    let ece = 0.02 + 0.03 * ((e * 7.0) % 4.0) + 0.001 * c.seed as f64;
-                    RunOutput {
-                        record: RunRecord {
-                            encoder: c.encoder.name.clone(),
-                            dataset: c.dataset.name.clone(),
-                            regime: c.regime,
-                            probe: c.probe.clone(),
-                            calibrator: slot.calibrator.clone(),
-                            label_fraction: c.label_fraction,
-                            seed: c.seed,
-                            condition: slot.condition.clone(),
-                            metrics: BTreeMap::from([("macro_auroc".into(), auroc), ("ece".into(), ece)]),
-                            paths: BTreeMap::new(),
-                            timings: BTreeMap::new(),
-                            versions: BTreeMap::new(),
-                            training: None,
-                        },
-                        predictions: PredictionsData::None,
-                    }
-                })
-                .collect())
+            Ok(FitOutcome::Records(
+                ctx.missing
+                    .iter()
+                    .map(|slot| {
+                        let drop = if slot.condition == calibra_crs::Condition::Clean {
+                            0.0
+                        } else {
+                            0.02 * (3.0 - e)
+                        };
+                        let auroc = 0.6 + 0.05 * e + 0.05 * c.label_fraction - drop + 0.001 * c.seed as f64;
+                        let ece = 0.02 + 0.03 * ((e * 7.0) % 4.0) + 0.001 * c.seed as f64;
+                        RunOutput {
+                            record: RunRecord {
+                                encoder: c.encoder.name.clone(),
+                                dataset: c.dataset.name.clone(),
+                                regime: c.regime,
+                                probe: c.probe.clone(),
+                                calibrator: slot.calibrator.clone(),
+                                label_fraction: c.label_fraction,
+                                seed: c.seed,
+                                condition: slot.condition.clone(),
+                                metrics: BTreeMap::from([("macro_auroc".into(), auroc), ("ece".into(), ece)]),
+                                paths: BTreeMap::new(),
+                                timings: BTreeMap::new(),
+                                versions: BTreeMap::new(),
+                                training: None,
+                            },
+                            predictions: PredictionsData::None,
+                        }
+                    })
+                    .collect(),
+            ))
         }
     }
 

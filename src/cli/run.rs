@@ -162,7 +162,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if args.dry_run {
         if options.check_paths {
             // What the executors can tell without running anything (checkpoints, datasets' tasks).
-            let executor = crate::executors::RunExecutor::new();
+            let executor = calibra_exec::RunExecutor::new();
             let unsupported: Vec<String> = fits
                 .iter()
                 .filter_map(|f| executor.supports(f).err().map(|why| format!("{}: {why}", f.describe())))
@@ -241,7 +241,7 @@ pub fn execute_recipe(
     options: &GridOptions,
 ) -> Result<()> {
     let fits = shard_fits(recipe, options.shard);
-    let executor = crate::executors::RunExecutor::new();
+    let executor = calibra_exec::RunExecutor::new();
     if !out.join("runs.jsonl").exists() {
         // A fresh store: refuse a grid the executor cannot run before creating anything. (On an
         // existing store run_grid checks only the unfinished fits.)

@@ -22,14 +22,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
-use burn::tensor::{Device, Tensor, TensorData};
-use calibra_crs::{Condition, Regime, RunRecord};
+use calibra_crs::{Regime, RunRecord};
 use calibra_data::{Split, SplitConfig, Target};
+use calibra_exec::clip_features::{IMAGE_BATCH, clip_image_features, zero_shot_logits};
+use calibra_exec::condition::record_condition;
+use calibra_exec::prompts::{mvc_bench_template, prompt_classnames};
 use calibra_models::clip::{ClipModel, MVC_BENCH_TEMPLATES, ZeroShotClassifier};
 use calibra_models::parse_device;
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_atomically, write_predictions};
-use calibra_train::features::{FeatureCondition, FeatureRequest, PreparedPass, image_batch};
+use calibra_train::features::{FeatureCondition, FeatureRequest, PreparedPass};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -82,76 +84,6 @@ pub struct ZeroShotArgs {
     pub out: PathBuf,
 }
 
-/// Images per image-tower pass: `calibra zero-shot`'s default and what `calibra run`'s zero-shot
-/// executor uses.
-pub const IMAGE_BATCH: usize = 16;
-
-/// The text of MVC-Bench template `id` (`P1`…`P7`, [`MVC_BENCH_TEMPLATES`] in order), if it is one.
-pub fn mvc_bench_template(id: &str) -> Option<&'static str> {
-    let n: usize = id.strip_prefix('P')?.parse().ok()?;
-    n.checked_sub(1).and_then(|i| MVC_BENCH_TEMPLATES.get(i)).copied()
-}
-
-/// Class names for the prompts from a dataset's label names: `_` reads as a space.
-pub fn prompt_classnames(label_names: &[String]) -> Vec<String> {
-    label_names.iter().map(|c| c.replace('_', " ")).collect()
-}
-
-/// The zero-shot core shared by `calibra zero-shot` and `calibra run`'s zero-shot executor: the
-/// logits of `classifier` (one template's class embeddings) for projected image features
-/// `features` (row-major `[n, dim]`, as [`clip_image_features`] returns them), row-major `[n, K]`:
-/// `exp(logit_scale) · cos(image, class)`, computed in f32 and widened to f64.
-pub fn zero_shot_logits(
-    classifier: &ZeroShotClassifier,
-    features: &[f32],
-    dim: usize,
-    device: &Device,
-) -> Result<Vec<f64>> {
-    if dim == 0 || !features.len().is_multiple_of(dim) {
-        bail!("zero-shot: {} feature values do not form rows of width {dim}", features.len());
-    }
-    let n = features.len() / dim;
-    let image_features = Tensor::<2>::from_data(TensorData::new(features.to_vec(), [n, dim]), device);
-    Ok(classifier.logits_from_features(image_features).to_data().iter::<f64>().collect())
-}
-
-/// Projected CLIP image features (`ClipModel::image_features`, not normalised) of a prepared pass's
-/// split under its condition, row-major `[n, dim]` in the pass's index order; `progress(done)` after
-/// each batch. This is the one image-tower pass that zero-shot and CoOp need (CoOp trains on these
-/// features without running the image tower again).
-pub fn clip_image_features(
-    pass: &PreparedPass,
-    model: &ClipModel,
-    batch_size: usize,
-    device: &Device,
-    progress: &mut dyn FnMut(usize),
-) -> Result<(Vec<f32>, usize)> {
-    let dataset = &pass.dataset;
-    let mut features: Vec<f32> = Vec::new();
-    let mut dim = 0;
-    let mut done = 0;
-    for chunk in pass.indices.chunks(batch_size.max(1)) {
-        let images = image_batch(dataset, chunk, &pass.preprocess, pass.request.condition)?.to_tensor(device);
-        let out = model.image_features(images)?;
-        dim = out.dims()[1];
-        let start = features.len();
-        features.extend(out.to_data().iter::<f32>());
-        if let Some(at) = features[start..].iter().position(|v| !v.is_finite()) {
-            bail!(
-                "encoder `{}` gave a non-finite image feature ({}) for sample `{}` of `{}`; nothing was \
-                 written (check the checkpoint's weights and the image)",
-                pass.request.encoder,
-                features[start + at],
-                dataset.samples[chunk[at / dim.max(1)]].id,
-                pass.request.data
-            );
-        }
-        done += chunk.len();
-        progress(done);
-    }
-    Ok((features, dim))
-}
-
 /// The templates asked for, as (id, text).
 fn selected_templates(args: &ZeroShotArgs) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
@@ -194,17 +126,6 @@ fn selected_templates(args: &ZeroShotArgs) -> Result<Vec<(String, String)>> {
         bail!("no template: --templates none and no --template");
     }
     Ok(out)
-}
-
-/// The record's condition for a feature condition.
-fn record_condition(condition: FeatureCondition) -> Condition {
-    match condition {
-        FeatureCondition::Clean => Condition::Clean,
-        FeatureCondition::Perturbed { perturbation, severity } => Condition::Perturbation {
-            perturbation: perturbation.name().to_string(),
-            severity: u32::from(severity.level()),
-        },
-    }
 }
 
 fn default_encoder_name(spec: &str) -> String {
@@ -325,7 +246,8 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
         bar.set_position(done as u64);
         let secs = start.elapsed().as_secs_f64();
         bar.set_message(format!("{:.1} images/s", done as f64 / secs.max(1e-9)));
-    })?;
+    })
+    .map_err(|e| anyhow!(e))?;
     bar.finish_and_clear();
     let n = labels.len();
 
@@ -344,7 +266,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
         let clf =
             ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(template), &device)
                 .with_context(|| format!("template {id} {template:?}"))?;
-        let logits = zero_shot_logits(&clf, &features, dim, &device)?;
+        let logits = zero_shot_logits(&clf, &features, dim, &device).map_err(|e| anyhow!(e))?;
         let predictions = Predictions::new(
             ids.clone(),
             dataset_classes.clone(),
@@ -357,7 +279,7 @@ pub fn run(args: &ZeroShotArgs) -> Result<()> {
         let path = args.out.join(&rel);
         write_predictions(&path, &predictions)
             .with_context(|| format!("{}: cannot write", path.display()))?;
-        let metrics = calibra_run::baseline::record_metrics(&predictions)
+        let metrics = calibra_run::slot_outputs::record_metrics(&predictions)
             .map_err(|e| anyhow!("template {id}: metrics: {e}"))?;
         records.push(RunRecord {
             encoder: encoder_name.clone(),

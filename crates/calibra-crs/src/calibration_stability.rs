@@ -4,7 +4,7 @@
 //!
 //! # Metrics
 //! The run-record metric names written by `calibra run` and `calibra zero-shot`
-//! (`calibra_run::baseline::record_metrics`): `accuracy`, `ece` (15 equal-width bins, top label),
+//! (`calibra_run::slot_outputs::record_metrics`): `accuracy`, `ece` (15 equal-width bins, top label),
 //! `mce`, and `adaptive_ece` (ACE: equal-mass bins), in that order ([`STABILITY_METRICS`]). A record
 //! without one of them simply does not count for that metric; a group holding none of them gives no row.
 //!

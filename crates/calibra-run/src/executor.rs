@@ -1,12 +1,14 @@
-//! The executor: what turns one fit into its run records. The grid loop ([`crate::runner`]) is generic
-//! over it, so the burn-based executors (frozen probes, LoRA, CoOp, full) plug in without this crate
-//! depending on burn.
+//! The executor: what fits one grid fit. It returns a fitted model ([`crate::fitted`]), and the grid
+//! loop ([`crate::runner`]) predicts, calibrates, scores and records it the same way for every regime;
+//! the loop is generic over the executor, so the burn-based executors (frozen probes, LoRA, CoOp,
+//! full, zero-shot; calibra-exec) plug in without this crate depending on burn.
 
 use std::path::{Path, PathBuf};
 
+use crate::datasets::DatasetCache;
+use crate::fitted::FitOutcome;
 use crate::grid::{FeaturePass, FitSpec, Slot};
 use crate::run_key::sha256_hex;
-use crate::store::RunOutput;
 
 /// An executor's error: any error, with its text recorded in `journal/failures.jsonl`.
 pub type ExecError = Box<dyn std::error::Error + Send + Sync>;
@@ -81,8 +83,13 @@ pub trait Executor {
     /// work starts, so that a missing capability is an error up front, not thousands of failures).
     fn supports(&self, fit: &FitSpec) -> Result<(), String>;
 
-    /// Runs one fit and returns one output per slot (at least every slot in `ctx.missing`). The record
-    /// fields encoder, dataset, regime, probe, label_fraction and seed must be the fit's
-    /// (`fit.config`), and `condition` / `calibrator` one of its slots; the runner checks this.
-    fn execute(&self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<Vec<RunOutput>, ExecError>;
+    /// Fits `fit` (on the train split's label fraction of `fit.config`) and returns the fitted model;
+    /// the runner then predicts every slot in `ctx.missing` with it.
+    fn fit<'a>(&'a self, fit: &'a FitSpec, ctx: &mut RunContext<'_>) -> Result<FitOutcome<'a>, ExecError>;
+
+    /// The datasets the executor has loaded, which the runner reads to predict (so that a dataset is
+    /// loaded once per grid); `None`: the runner loads its own.
+    fn datasets(&self) -> Option<&DatasetCache> {
+        None
+    }
 }

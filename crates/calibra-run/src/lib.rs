@@ -5,19 +5,23 @@
 //! feature passes ([`grid`]) — and the dry-run cost model ([`cost`]); fit keys ([`run_key`]); the run
 //! store — layout ([`snapshot`]), commit protocol and crash recovery ([`store`]), lock ([`lock`]);
 //! shards ([`shard`]), merging ([`merge`]), repair of a store whose journal and records disagree ([`repair`]); and the grid loop ([`runner`]) over an executor
-//! ([`executor`]).
+//! ([`executor`]), which fits and returns a fitted model ([`fitted`]); the runner predicts it,
+//! calibrates and scores the predictions and builds the records once for every regime
+//! ([`slot_outputs`]), on datasets loaded once per grid ([`datasets`]).
 //!
-//! Must not depend on burn: executing a fit (probes, LoRA, CoOp) is the executor's job, plugged in by
-//! the binary. The one executor here, [`baseline`] (the `prior` probe), needs only the evaluator-side
-//! crates (data, calibrate, metrics, predictions). Run records are calibra-crs's [`calibra_crs::RunRecord`], so a store is read by
+//! Must not depend on burn: fitting (probes, LoRA, CoOp) is the executor's job, plugged in from
+//! calibra-exec. The one executor here, [`baseline`] (the `prior` probe), needs only the
+//! evaluator-side crates (data, calibrate, metrics, predictions). Run records are calibra-crs's [`calibra_crs::RunRecord`], so a store is read by
 //! `calibra eval <STORE>` as is.
 #![forbid(unsafe_code)]
 
 pub mod baseline;
 pub mod cost;
+pub mod datasets;
 pub mod encoder_check;
 pub mod error;
 pub mod executor;
+pub mod fitted;
 pub mod grid;
 pub mod locate;
 pub mod lock;
@@ -28,12 +32,15 @@ pub mod repair;
 pub mod run_key;
 pub mod runner;
 pub mod shard;
+pub mod slot_outputs;
 pub mod snapshot;
 pub mod store;
 
 pub use cost::{GridSummary, summarize};
+pub use datasets::{DatasetCache, shift_spec, split_of};
 pub use error::RunError;
 pub use executor::{ExecError, Executor, NoProgress, Progress, RunContext};
+pub use fitted::{FitOutcome, Fitted, PredictRequest};
 pub use grid::{FeaturePass, FitConfig, FitMethod, FitSpec, Slot, expand, feature_passes};
 pub use merge::{MergeSummary, merge_stores};
 pub use recipe::{Recipe, ValidationOptions};

@@ -1,9 +1,12 @@
 //! The grid loop: every fit of a recipe (or of one shard) that the store has not finished, through an
 //! executor, into the store.
 //!
-//! For each fit in grid order: skip it when the store already holds all its slots; otherwise run the
-//! executor, check its outputs against the fit (right identity fields, only the fit's slots, every
-//! missing slot present, each record valid), and commit them. An executor error, invalid outputs, or a
+//! For each fit in grid order: skip it when the store already holds all its slots; otherwise let the
+//! executor fit it, turn the fitted model into one output per missing slot ([`crate::slot_outputs`]:
+//! calibration split, shift targets, conditions, calibrators, metrics, records — the same for every
+//! regime), and commit them. Outputs an executor built itself ([`FitOutcome::Records`]) are checked
+//! against the fit first (right identity fields, only the fit's slots, every missing slot present,
+//! each record valid). An executor error, invalid outputs, or a
 //! write error while committing make the fit **failed**: its error text goes to
 //! `journal/failures.jsonl` (never read by the evaluator), nothing of it enters `runs.jsonl`, and the
 //! grid continues — unless `fail_fast`, which stops with the error. Failed fits run again on resume.
@@ -19,11 +22,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Instant;
 
+use crate::datasets::DatasetCache;
 use crate::error::RunError;
-use crate::executor::{Executor, Progress, RunContext};
+use crate::executor::{ExecError, Executor, Progress, RunContext};
+use crate::fitted::FitOutcome;
 use crate::grid::{FitSpec, expand};
 use crate::recipe::Recipe;
 use crate::shard::Shard;
+use crate::slot_outputs::{model_outputs, score_outputs};
 use crate::snapshot::slot_of;
 use crate::store::{RunOutput, RunStore};
 
@@ -73,19 +79,19 @@ pub fn run_grid(
     let mut summary =
         RunSummary { fits: fits.len(), already_done: fits.len() - pending.len(), ..Default::default() };
     let total = pending.len();
+    let own_datasets = DatasetCache::default();
+    let datasets = executor.datasets().unwrap_or(&own_datasets);
     for (done, fit) in pending.into_iter().enumerate() {
         let missing = store.missing_slots(fit);
         progress.fit_started(done, total, fit);
         let started = Instant::now();
         let features = store.features_dir();
         let (outcome, fit_dir) = {
-            let mut ctx = RunContext::new(fit, missing.clone(), &features, progress);
+            let mut ctx = RunContext::new(fit, missing, &features, progress);
             let fit_dir = ctx.fit_dir();
-            (execute_caught(executor, fit, &mut ctx), fit_dir)
+            (execute_caught(executor, datasets, fit, &mut ctx), fit_dir)
         };
-        let outcome = outcome
-            .and_then(|outputs| check_outputs(fit, &missing, &outputs).map(|()| outputs))
-            .and_then(|outputs| store.commit(&fit.key, outputs).map_err(|e| e.to_string()));
+        let outcome = outcome.and_then(|outputs| store.commit(&fit.key, outputs).map_err(|e| e.to_string()));
         match outcome {
             Ok(n) => {
                 summary.completed += 1;
@@ -107,7 +113,8 @@ pub fn run_grid(
     Ok(summary)
 }
 
-/// Runs the executor on one fit; an error or a panic becomes the fit's error text.
+/// Fits one fit with the executor and makes its outputs; an error or a panic becomes the fit's error
+/// text.
 ///
 /// `AssertUnwindSafe`: what a panicking executor may leave inconsistent is its own state (caches of
 /// loaded datasets and models) and the context; the runner drops the context and never reads the
@@ -115,12 +122,32 @@ pub fn run_grid(
 /// (the burn executors' caches are insert-after-build maps, so an unwind leaves them unchanged).
 fn execute_caught(
     executor: &dyn Executor,
+    datasets: &DatasetCache,
     fit: &FitSpec,
     ctx: &mut RunContext<'_>,
 ) -> Result<Vec<RunOutput>, String> {
-    match catch_unwind(AssertUnwindSafe(|| executor.execute(fit, ctx))) {
-        Ok(result) => result.map_err(|e| e.to_string()),
+    match catch_unwind(AssertUnwindSafe(|| outputs_of(executor, datasets, fit, ctx))) {
+        Ok(result) => result,
         Err(payload) => Err(format!("executor panicked: {}", panic_message(payload.as_ref()))),
+    }
+}
+
+/// The outputs of one fit: the executor's fitted model predicted, calibrated and scored for every
+/// missing slot (or its scores, or its own checked records).
+fn outputs_of(
+    executor: &dyn Executor,
+    datasets: &DatasetCache,
+    fit: &FitSpec,
+    ctx: &mut RunContext<'_>,
+) -> Result<Vec<RunOutput>, String> {
+    let text = |e: ExecError| e.to_string();
+    match executor.fit(fit, ctx).map_err(text)? {
+        FitOutcome::Model(model) => model_outputs(fit, ctx, datasets, model.as_ref()).map_err(text),
+        FitOutcome::Scores(metrics) => score_outputs(fit, ctx, metrics).map_err(text),
+        FitOutcome::Records(outputs) => {
+            check_outputs(fit, &ctx.missing, &outputs)?;
+            Ok(outputs)
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! exactly by construction of the model (see `calibra_run::baseline`).
 use calibra_crs::{Condition, RunRecordSet};
 use calibra_data::{DatasetSpec, LoadOptions, SplitConfig, Target};
-use calibra_run::baseline::{BaselineExecutor, record_metrics};
+use calibra_run::baseline::BaselineExecutor;
+use calibra_run::slot_outputs::record_metrics;
 use calibra_run::store::{RunStore, StoreOptions};
 use calibra_run::{NoProgress, Recipe, ValidationOptions, run_grid};
 

@@ -6,7 +6,7 @@
 //! error pointing to `calibra merge --repair`. Other `*.jsonl` files are read whole.
 //!
 //! Every record with a predictions file is checked against it: the metrics calibra computes from a
-//! predictions file (`calibra_run::baseline::record_metrics`) must agree with the record's values of
+//! predictions file (`calibra_run::slot_outputs::record_metrics`) must agree with the record's values of
 //! the same names. A disagreement is a warning, or an error under `--strict`.
 
 use anyhow::{Context, Result, bail};
@@ -67,7 +67,7 @@ pub fn check_against_predictions(set: &RunRecordSet) -> Vec<String> {
         let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { base.join(rel) };
         let recomputed = match read_predictions(&path)
             .map_err(|e| e.to_string())
-            .and_then(|p| calibra_run::baseline::record_metrics(&p).map_err(|e| e.to_string()))
+            .and_then(|p| calibra_run::slot_outputs::record_metrics(&p).map_err(|e| e.to_string()))
         {
             Ok(m) => m,
             Err(e) => {

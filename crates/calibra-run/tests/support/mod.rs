@@ -7,6 +7,7 @@ use std::path::Path;
 
 use calibra_crs::RunRecord;
 use calibra_run::executor::{ExecError, Executor, RunContext};
+use calibra_run::fitted::FitOutcome;
 use calibra_run::grid::FitSpec;
 use calibra_run::store::{PredictionsData, RunOutput};
 use calibra_run::{Recipe, ValidationOptions};
@@ -87,7 +88,7 @@ impl Executor for TestExecutor {
         Ok(())
     }
 
-    fn execute(&self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<Vec<RunOutput>, ExecError> {
+    fn fit<'e>(&'e self, fit: &FitSpec, ctx: &mut RunContext<'_>) -> Result<FitOutcome<'e>, ExecError> {
         *self.calls.borrow_mut() += 1;
         if let Some(f) = &self.fail_on
             && fit.describe().contains(f.as_str())
@@ -138,7 +139,7 @@ impl Executor for TestExecutor {
                 predictions: PredictionsData::Bytes(csv.into_bytes()),
             });
         }
-        Ok(outputs)
+        Ok(FitOutcome::Records(outputs))
     }
 }
 

@@ -12,26 +12,27 @@
 
 use std::collections::BTreeMap;
 
-use calibra_crs::{Condition, RunRecord};
+use calibra_crs::Condition;
 use calibra_data::{Split, Target, TaskKind};
-use calibra_run::{ExecError, FitSpec, PredictionsData, RunContext, RunOutput};
+use calibra_run::{ExecError, FitOutcome, FitSpec, RunContext};
 use calibra_train::features::FeatureSet;
 use calibra_transfer::{Estimator, Features, ScoreOptions, Targets};
 
-use super::RunExecutor;
-use super::frozen::feature_pass;
+use crate::RunExecutor;
+use crate::feature_pass::feature_pass;
 
 /// Score `estimators` on the train-split features of `fit` at depth `layer`.
-pub(super) fn execute(
+pub(crate) fn fit<'a>(
     executor: &RunExecutor,
     fit: &FitSpec,
     estimators: &[String],
     layer: f64,
     ctx: &mut RunContext<'_>,
-) -> Result<Vec<RunOutput>, ExecError> {
+) -> Result<FitOutcome<'a>, ExecError> {
     let c = &fit.config;
-    let dataset = executor.dataset(&c.dataset.spec)?;
-    let set = feature_pass(executor, fit, Split::Train, &Condition::Clean, layer, ctx)?;
+    let dataset = executor.datasets.get(&c.dataset.spec)?;
+    let train = (Split::Train, &Condition::Clean, c.dataset.spec.as_str());
+    let set = feature_pass(executor, fit, train, layer, ctx)?;
     let estimators: Vec<Estimator> =
         estimators.iter().map(|name| Estimator::parse(name)).collect::<Result<_, _>>()?;
     let (features, targets) = inputs(&set, dataset.labels.kind, dataset.labels.len())?;
@@ -55,22 +56,7 @@ pub(super) fn execute(
         .iter()
         .filter_map(|(name, v)| v.filter(|x| x.is_finite()).map(|x| (name.clone(), x)))
         .collect();
-    let record = RunRecord {
-        encoder: c.encoder.name.clone(),
-        dataset: c.dataset.name.clone(),
-        regime: c.regime,
-        probe: c.probe.clone(),
-        calibrator: "none".into(),
-        label_fraction: c.label_fraction,
-        seed: c.seed,
-        condition: Condition::Clean,
-        metrics,
-        paths: BTreeMap::new(),
-        timings: BTreeMap::new(),
-        versions: BTreeMap::from([("calibra".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
-        training: None,
-    };
-    Ok(vec![RunOutput { record, predictions: PredictionsData::None }])
+    Ok(FitOutcome::Scores(metrics))
 }
 
 /// The estimators' inputs from a cached feature set: its single layer as an `[n, d]` matrix and its

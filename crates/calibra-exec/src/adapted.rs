@@ -13,12 +13,13 @@
 //! output and both MLP projections) → `o_proj`, `fc1`, `fc2`.
 
 use calibra_crs::run_record::{TrainingCurve, TrainingEpoch};
+use calibra_data::PreprocessConfig;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::lora::{LoraConfig, TargetModules};
 use calibra_predictions::{Predictions, Targets};
-use calibra_run::baseline::{predictions_from_scores, split_of};
 use calibra_run::grid::LossConfig;
-use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
+use calibra_run::slot_outputs::predictions_from_scores;
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
 use calibra_train::features::preprocess_for;
 use calibra_train::fine_tune::{
     Adaptation, FineTuneRequest, FineTuned, HeadInit, HeldOut, fine_tune, predict_logits, save_adapted,
@@ -26,7 +27,9 @@ use calibra_train::fine_tune::{
 use calibra_train::trainer::TrainConfig;
 use calibra_train::{Loss, build_loss};
 
-use super::{EpochLog, RunExecutor, predict_slots};
+use crate::RunExecutor;
+use crate::condition::feature_condition;
+use crate::epoch_log::EpochLog;
 
 /// Images per forward pass when predicting.
 const PREDICT_BATCH: usize = 64;
@@ -86,29 +89,62 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
 }
 
 /// Build a recipe loss.
-pub(super) fn recipe_loss(loss: &LossConfig, multilabel: bool) -> Result<Box<dyn Loss>, String> {
+pub(crate) fn recipe_loss(loss: &LossConfig, multilabel: bool) -> Result<Box<dyn Loss>, String> {
     // The recipe's names are the papers', the registry's the implementations' (`calibra_run::names`).
     let (spec, args) = calibra_run::names::registry_loss(&loss.name, &loss.args, multilabel)?;
     build_loss(&spec, &args).map_err(|e| format!("loss `{}` (registry `{spec}`): {e}", loss.name))
 }
 
 /// Checks that need no data: the targets, the LoRA settings and the loss exist.
-pub(super) fn supports(fit: &FitSpec) -> Result<(), String> {
+pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (_, _, _, loss) = plan(fit)?;
     recipe_loss(loss, false)?;
     Ok(())
 }
 
-pub(super) fn execute(
-    executor: &RunExecutor,
+/// An encoder with its head, fine-tuned (LoRA or full).
+struct FineTunedModel<'a> {
+    executor: &'a RunExecutor,
+    kind: &'static str,
+    fitted: FineTuned,
+    preprocess: PreprocessConfig,
+    training: TrainingCurve,
+}
+
+impl Fitted for FineTunedModel<'_> {
+    fn kind(&self) -> &str {
+        self.kind
+    }
+
+    fn predict(&self, request: &PredictRequest<'_>, _: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
+        Ok(predict_logits(
+            &self.fitted.model,
+            request.dataset,
+            request.rows,
+            &self.preprocess,
+            feature_condition(request.condition)?,
+            PREDICT_BATCH,
+            &self.executor.device,
+        )?)
+    }
+
+    fn training(&self) -> Option<TrainingCurve> {
+        Some(self.training.clone())
+    }
+}
+
+/// Fine-tunes the fit's encoder with a linear head (resuming from `fits/<key>/train/`) and saves the
+/// fitted adapter or model.
+pub(crate) fn fit<'a>(
+    executor: &'a RunExecutor,
     fit: &FitSpec,
     ctx: &mut RunContext<'_>,
-) -> Result<Vec<RunOutput>, ExecError> {
+) -> Result<FitOutcome<'a>, ExecError> {
     let c = &fit.config;
     let (adaptation, train, head_init, loss) = plan(fit)?;
     let checkpoint = resolve_checkpoint(&c.encoder.spec)?.dir;
     let preprocess = preprocess_for(&checkpoint)?;
-    let dataset = executor.dataset(&c.dataset.spec)?;
+    let dataset = executor.datasets.get(&c.dataset.spec)?;
     let loss = recipe_loss(loss, dataset.labels.kind == calibra_data::TaskKind::Multilabel)?;
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
@@ -153,22 +189,7 @@ pub(super) fn execute(
             last.calibration_auroc.map_or("-".into(), |a| format!("{a:.3}"))
         ));
     }
-    let mut outputs =
-        predict_slots(executor, fit, ctx, &dataset, &split, kind, &mut |dataset, rows, condition| {
-            Ok(predict_logits(
-                &fitted.model,
-                dataset,
-                rows,
-                &preprocess,
-                condition,
-                PREDICT_BATCH,
-                &executor.device,
-            )?)
-        })?;
-    for o in &mut outputs {
-        o.record.training = Some(training.clone());
-    }
-    Ok(outputs)
+    Ok(FitOutcome::Model(Box::new(FineTunedModel { executor, kind, fitted, preprocess, training })))
 }
 
 /// The run record's `training` field of a fit: its held-out curve, the epoch whose weights predict.

@@ -16,13 +16,15 @@ use calibra_data::{Dataset, PreprocessConfig, TaskKind};
 use calibra_models::clip::ClipModel;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::tokenizer::ClipTokenizer;
-use calibra_run::baseline::split_of;
-use calibra_run::{ExecError, FitMethod, FitSpec, RunContext, RunOutput};
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
 use calibra_train::coop::{CoopConfig, CoopOutcome, train_coop};
 use calibra_train::features::{FeatureCondition, image_batch, preprocess_for};
 
-use super::adapted::recipe_loss;
-use super::{EpochLog, RunExecutor, predict_slots};
+use crate::RunExecutor;
+use crate::adapted::recipe_loss;
+use crate::condition::feature_condition;
+use crate::epoch_log::EpochLog;
+use crate::prompts::prompt_classnames;
 
 /// Images per image-tower pass.
 const IMAGE_BATCH: usize = 64;
@@ -48,7 +50,7 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
     Ok((config, loss))
 }
 
-pub(super) fn supports(fit: &FitSpec) -> Result<(), String> {
+pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (_, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
     Ok(())
@@ -84,11 +86,40 @@ fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
     Ok(())
 }
 
-pub(super) fn execute(
-    executor: &RunExecutor,
+/// The CLIP model with the learned prompts' text features.
+struct Prompted<'a> {
+    model: ClipModel,
+    preprocess: PreprocessConfig,
+    outcome: CoopOutcome,
+    device: &'a Device,
+}
+
+impl Fitted for Prompted<'_> {
+    fn kind(&self) -> &str {
+        "coop"
+    }
+
+    fn predict(&self, request: &PredictRequest<'_>, _: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
+        let condition = feature_condition(request.condition)?;
+        let (features, _) = image_features(
+            &self.model,
+            request.dataset,
+            request.rows,
+            &self.preprocess,
+            condition,
+            self.device,
+        )?;
+        Ok(self.outcome.logits(&features)?)
+    }
+}
+
+/// Trains the context vectors on the projected image features of the train split's label fraction
+/// (resuming from `fits/<key>/train/`) and saves the learned prompts.
+pub(crate) fn fit<'a>(
+    executor: &'a RunExecutor,
     fit: &FitSpec,
     ctx: &mut RunContext<'_>,
-) -> Result<Vec<RunOutput>, ExecError> {
+) -> Result<FitOutcome<'a>, ExecError> {
     let c = &fit.config;
     let (config, loss) = config_of(fit)?;
     let loss = recipe_loss(loss, false)?;
@@ -98,11 +129,11 @@ pub(super) fn execute(
     let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
         .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
     let preprocess = preprocess_for(&checkpoint.dir)?;
-    let dataset = executor.dataset(&c.dataset.spec)?;
+    let dataset = executor.datasets.get(&c.dataset.spec)?;
     if dataset.labels.kind == TaskKind::Multilabel {
         return Err(format!("CoOp needs a single-label dataset; `{}` is multilabel", c.dataset.name).into());
     }
-    let classnames = crate::cli::zero_shot::prompt_classnames(&dataset.labels.names);
+    let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
     let labels = dataset.row_classes(&train_rows)?;
@@ -128,8 +159,5 @@ pub(super) fn execute(
     std::fs::create_dir_all(&fit_dir).map_err(|e| format!("{}: {e}", fit_dir.display()))?;
     write_prompt(&fit_dir.join("prompt.json"), &outcome)?;
 
-    predict_slots(executor, fit, ctx, &dataset, &split, "coop", &mut |dataset, rows, condition| {
-        let (features, _) = image_features(&model, dataset, rows, &preprocess, condition, device)?;
-        Ok(outcome.logits(&features)?)
-    })
+    Ok(FitOutcome::Model(Box::new(Prompted { model, preprocess, outcome, device })))
 }

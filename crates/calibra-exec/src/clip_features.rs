@@ -1,0 +1,131 @@
+//! CLIP image features: the one image-tower pass that zero-shot (`calibra zero-shot` and the
+//! zero-shot regime) needs, its cache in a run store's feature cache, and the zero-shot logits of a
+//! template's class embeddings on those features.
+
+use std::path::Path;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_run::run_key::sha256_hex;
+use calibra_run::{ExecError, RunContext};
+use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass, image_batch};
+
+/// Images per image-tower pass: `calibra zero-shot`'s default and what `calibra run`'s zero-shot
+/// executor uses.
+pub const IMAGE_BATCH: usize = 16;
+
+/// Version of the cached image-feature files' meaning; part of their fingerprint.
+const CACHE_VERSION: &str = "calibra-clip-image-features-v1";
+
+/// The zero-shot core shared by `calibra zero-shot` and `calibra run`'s zero-shot executor: the
+/// logits of `classifier` (one template's class embeddings) for projected image features
+/// `features` (row-major `[n, dim]`, as [`clip_image_features`] returns them), row-major `[n, K]`:
+/// `exp(logit_scale) · cos(image, class)`, computed in f32 and widened to f64.
+pub fn zero_shot_logits(
+    classifier: &ZeroShotClassifier,
+    features: &[f32],
+    dim: usize,
+    device: &Device,
+) -> Result<Vec<f64>, ExecError> {
+    if dim == 0 || !features.len().is_multiple_of(dim) {
+        return Err(
+            format!("zero-shot: {} feature values do not form rows of width {dim}", features.len()).into()
+        );
+    }
+    let n = features.len() / dim;
+    let image_features = Tensor::<2>::from_data(TensorData::new(features.to_vec(), [n, dim]), device);
+    Ok(classifier.logits_from_features(image_features).to_data().iter::<f64>().collect())
+}
+
+/// Projected CLIP image features (`ClipModel::image_features`, not normalised) of a prepared pass's
+/// split under its condition, row-major `[n, dim]` in the pass's index order; `progress(done)` after
+/// each batch. A non-finite feature is an error naming the sample.
+pub fn clip_image_features(
+    pass: &PreparedPass,
+    model: &ClipModel,
+    batch_size: usize,
+    device: &Device,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Vec<f32>, usize), ExecError> {
+    let dataset = &pass.dataset;
+    let mut features: Vec<f32> = Vec::new();
+    let mut dim = 0;
+    let mut done = 0;
+    for chunk in pass.indices.chunks(batch_size.max(1)) {
+        let images = image_batch(dataset, chunk, &pass.preprocess, pass.request.condition)?.to_tensor(device);
+        let out = model.image_features(images)?;
+        dim = out.dims()[1];
+        let start = features.len();
+        features.extend(out.to_data().iter::<f32>());
+        if let Some(at) = features[start..].iter().position(|v| !v.is_finite()) {
+            return Err(format!(
+                "encoder `{}` gave a non-finite image feature ({}) for sample `{}` of `{}`; nothing was \
+                 written (check the checkpoint's weights and the image)",
+                pass.request.encoder,
+                features[start + at],
+                dataset.samples[chunk[at / dim.max(1)]].id,
+                pass.request.data
+            )
+            .into());
+        }
+        done += chunk.len();
+        progress(done);
+    }
+    Ok((features, dim))
+}
+
+/// Projected CLIP image features of one split of a dataset under a condition, with their rows'
+/// dataset and sample indices (the prepared pass's).
+pub struct ImageFeatures {
+    pub pass: PreparedPass,
+    pub features: Vec<f32>,
+    pub dim: usize,
+}
+
+/// The projected image features of a request: read from `out` when it holds this pass's
+/// fingerprint (the checkpoint's contents, the preprocessing, the data spec, the split and its
+/// sample ids, the condition), else computed with [`clip_image_features`] and written atomically.
+/// `what` names the pass in progress lines.
+pub fn cached_image_features(
+    model: &ClipModel,
+    request: FeatureRequest,
+    out: &Path,
+    device: &Device,
+    ctx: &mut RunContext<'_>,
+    what: &str,
+) -> Result<ImageFeatures, ExecError> {
+    let pass = PreparedPass::new(request)?;
+    let fingerprint = sha256_hex(format!("{CACHE_VERSION}\n{}", pass.fingerprint).as_bytes());
+    if out.exists()
+        && let Ok(set) = FeatureSet::read(out)
+        && set.fingerprint == fingerprint
+        && let Some((_, rows)) = set.layers.into_iter().next()
+    {
+        ctx.report(&format!("zero-shot: image features {what} (cached)"));
+        return Ok(ImageFeatures { pass, features: rows, dim: set.dim });
+    }
+    ctx.report(&format!("zero-shot: image features {what} ({} images)", pass.indices.len()));
+    let (features, dim) = clip_image_features(&pass, model, IMAGE_BATCH, device, &mut |_| {})?;
+    let set = FeatureSet {
+        ids: pass.indices.iter().map(|&i| pass.dataset.samples[i].id.clone()).collect(),
+        classes: pass.dataset.labels.names.clone(),
+        targets: pass.indices.iter().map(|&i| pass.dataset.samples[i].target.clone()).collect(),
+        layers: vec![(1.0, features)],
+        dim,
+        fingerprint,
+        splits: None,
+    };
+    set.write(
+        out,
+        &[
+            ("encoder", pass.request.encoder.clone()),
+            ("data", pass.request.data.clone()),
+            ("split", pass.request.split.name().to_string()),
+            ("condition", pass.request.condition.name()),
+            ("features", "CLIP projected image features (image_features, not normalised)".to_string()),
+        ],
+    )?;
+    let FeatureSet { layers, .. } = set;
+    let features = layers.into_iter().next().map(|(_, rows)| rows).unwrap_or_default();
+    Ok(ImageFeatures { pass, features, dim })
+}

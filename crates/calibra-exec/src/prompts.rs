@@ -1,0 +1,32 @@
+//! Prompt texts of the CLIP regimes: the MVC-Bench templates by id and the class names prompts use.
+
+use calibra_models::clip::MVC_BENCH_TEMPLATES;
+
+/// The text of MVC-Bench template `id` (`P1`…`P7`, [`MVC_BENCH_TEMPLATES`] in order), if it is one.
+pub fn mvc_bench_template(id: &str) -> Option<&'static str> {
+    let n: usize = id.strip_prefix('P')?.parse().ok()?;
+    n.checked_sub(1).and_then(|i| MVC_BENCH_TEMPLATES.get(i)).copied()
+}
+
+/// Class names for the prompts from a dataset's label names: `_` reads as a space.
+pub fn prompt_classnames(label_names: &[String]) -> Vec<String> {
+    label_names.iter().map(|c| c.replace('_', " ")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use calibra_run::recipe::MVC_BENCH_TEMPLATE_COUNT;
+
+    use super::*;
+
+    #[test]
+    fn the_recipe_knows_as_many_mvc_bench_templates_as_calibra_models_ships() {
+        assert_eq!(MVC_BENCH_TEMPLATE_COUNT, MVC_BENCH_TEMPLATES.len());
+        for (i, text) in MVC_BENCH_TEMPLATES.iter().enumerate() {
+            assert_eq!(mvc_bench_template(&format!("P{}", i + 1)), Some(*text));
+        }
+        for id in ["P0", "P8", "P", "p1", "C1", "P1x"] {
+            assert_eq!(mvc_bench_template(id), None, "{id}");
+        }
+    }
+}
