@@ -7,10 +7,8 @@
 //! keeps: `adapter/` (LoRA: a PEFT adapter directory, head included as `modules_to_save`) or
 //! `model/` (full: the encoder in Hugging Face layout + `classifier.safetensors`).
 //!
-//! Recipe LoRA targets map onto PEFT module-name suffixes of the transformers 5.x encoders:
-//! `query`/`q_proj` → `q_proj`, `key`/`k_proj` → `k_proj`, `value`/`v_proj` → `v_proj`,
-//! `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
-//! output and both MLP projections) → `o_proj`, `fc1`, `fc2`.
+//! Recipe LoRA targets map onto PEFT module-name suffixes of the transformers 5.x encoders through
+//! `calibra_run::names::LORA_TARGETS`.
 
 use calibra_crs::run_record::{TrainingCurve, TrainingEpoch};
 use calibra_data::PreprocessConfig;
@@ -34,29 +32,6 @@ use crate::epoch_log::EpochLog;
 /// Images per forward pass when predicting.
 const PREDICT_BATCH: usize = 64;
 
-/// PEFT target suffixes for the recipe's LoRA target names.
-fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in targets {
-        let names: &[&str] = match t.as_str() {
-            "query" | "q_proj" => &["q_proj"],
-            "key" | "k_proj" => &["k_proj"],
-            "value" | "v_proj" => &["v_proj"],
-            "out_proj" | "o_proj" => &["o_proj"],
-            "fc1" => &["fc1"],
-            "fc2" => &["fc2"],
-            "dense" => &["o_proj", "fc1", "fc2"],
-            other => return Err(format!("LoRA target `{other}` is not a projection this build can wrap")),
-        };
-        for n in names {
-            if !out.iter().any(|o| o == n) {
-                out.push(n.to_string());
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The adaptation, optimisation, head initialisation and loss of a LoRA / full fit.
 fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig), String> {
     let seed = fit.config.seed;
@@ -74,7 +49,7 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
                 r: *r as usize,
                 lora_alpha: *alpha,
                 lora_dropout: *dropout,
-                target_modules: Some(TargetModules::Names(peft_targets(targets)?)),
+                target_modules: Some(TargetModules::Names(calibra_run::names::peft_targets(targets)?)),
                 ..LoraConfig::default()
             };
             config.validate().map_err(|e| e.to_string())?;

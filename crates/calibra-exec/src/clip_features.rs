@@ -1,14 +1,19 @@
 //! CLIP image features: the one image-tower pass that zero-shot (`calibra zero-shot` and the
-//! zero-shot regime) needs, its cache in a run store's feature cache, and the zero-shot logits of a
-//! template's class embeddings on those features.
+//! zero-shot regime) and CoOp need, its cache in a run store's feature cache (one file per encoder,
+//! dataset, split and condition, shared by every template, CoOp fit, loss and seed), and the
+//! zero-shot logits of a template's class embeddings on those features.
 
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor, TensorData};
+use calibra_crs::Condition;
+use calibra_data::Split;
 use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_run::run_key::sha256_hex;
-use calibra_run::{ExecError, RunContext};
+use calibra_run::{ExecError, FeaturePass, FitSpec, RunContext};
 use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass, image_batch};
+
+use crate::condition::feature_condition;
 
 /// Images per image-tower pass: `calibra zero-shot`'s default and what `calibra run`'s zero-shot
 /// executor uses.
@@ -101,10 +106,10 @@ pub fn cached_image_features(
         && set.fingerprint == fingerprint
         && let Some((_, rows)) = set.layers.into_iter().next()
     {
-        ctx.report(&format!("zero-shot: image features {what} (cached)"));
+        ctx.report(&format!("clip: image features {what} (cached)"));
         return Ok(ImageFeatures { pass, features: rows, dim: set.dim });
     }
-    ctx.report(&format!("zero-shot: image features {what} ({} images)", pass.indices.len()));
+    ctx.report(&format!("clip: image features {what} ({} images)", pass.indices.len()));
     let (features, dim) = clip_image_features(&pass, model, IMAGE_BATCH, device, &mut |_| {})?;
     let set = FeatureSet {
         ids: pass.indices.iter().map(|&i| pass.dataset.samples[i].id.clone()).collect(),
@@ -128,4 +133,48 @@ pub fn cached_image_features(
     let FeatureSet { layers, .. } = set;
     let features = layers.into_iter().next().map(|(_, rows)| rows).unwrap_or_default();
     Ok(ImageFeatures { pass, features, dim })
+}
+
+/// The projected image features of `fit`'s CLIP encoder on `split` of the dataset `data` (the fit's
+/// own, or a shift target's) under the record condition `condition`, through the store's feature
+/// cache: `features/<pass>/<split>@clip-image.safetensors` ([`cached_image_features`]). With `rows`,
+/// the pass must cover exactly those dataset rows in that order (the rows a prediction asks for).
+pub fn store_image_features(
+    model: &ClipModel,
+    fit: &FitSpec,
+    (split, condition, data): (Split, &Condition, &str),
+    rows: Option<&[usize]>,
+    device: &Device,
+    ctx: &mut RunContext<'_>,
+) -> Result<ImageFeatures, ExecError> {
+    let c = &fit.config;
+    let dir = ctx.feature_dir(&FeaturePass {
+        encoder: c.encoder.name.clone(),
+        dataset: c.dataset.name.clone(),
+        condition: condition.clone(),
+    });
+    let request = FeatureRequest {
+        encoder: c.encoder.spec.clone(),
+        data: data.to_string(),
+        split: split.into(),
+        split_config: c.split.config(),
+        condition: feature_condition(condition)?,
+        layers: vec![1.0],
+        batch_size: IMAGE_BATCH,
+    };
+    let what = format!("{} ({condition})", split.name());
+    let out = dir.join(format!("{}@clip-image.safetensors", split.name()));
+    let f = cached_image_features(model, request, &out, device, ctx, &what)?;
+    if let Some(rows) = rows
+        && f.pass.indices != rows
+    {
+        return Err(format!(
+            "the image features of {what} cover {} rows, not the {} rows asked for (the split of `{data}` \
+             changed between passes)",
+            f.pass.indices.len(),
+            rows.len()
+        )
+        .into());
+    }
+    Ok(f)
 }

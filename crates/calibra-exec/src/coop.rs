@@ -1,5 +1,7 @@
-//! CoOp fits on a CLIP-style checkpoint (image and text towers): the image tower runs once per split
-//! and condition (CoOp never updates it), the context vectors train on those projected features
+//! CoOp fits on a CLIP-style checkpoint (image and text towers): the image tower runs once per
+//! encoder, dataset, split and condition for the whole grid (CoOp never updates it; the projected
+//! features are the store's cached pass of `clip_features`, shared with zero-shot and with every
+//! other CoOp fit, loss, label fraction and seed), the context vectors train on those projected features
 //! with calibra-train's `train_coop` (SGD + momentum, Dassl's warmup-cosine; CoOp's reference
 //! values except the recipe's epochs and lr), and the learned prompts classify the calibration
 //! split and the test split under every condition of the fit. Class names are the dataset's label
@@ -9,25 +11,23 @@
 //! `fits/<fit key>/train/` holds the training checkpoint (a killed fit resumes from it) and
 //! `fits/<fit key>/prompt.json` the learned text features (what the fit's predictions use).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_data::{Dataset, PreprocessConfig, TaskKind};
+use calibra_crs::Condition;
+use calibra_data::{Split, TaskKind};
 use calibra_models::clip::ClipModel;
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
 use calibra_train::coop::{CoopConfig, CoopOutcome, train_coop};
-use calibra_train::features::{FeatureCondition, image_batch, preprocess_for};
 
 use crate::RunExecutor;
 use crate::adapted::recipe_loss;
-use crate::condition::feature_condition;
+use crate::clip_features::{ImageFeatures, store_image_features};
 use crate::epoch_log::EpochLog;
 use crate::prompts::prompt_classnames;
-
-/// Images per image-tower pass.
-const IMAGE_BATCH: usize = 64;
 
 /// The CoOp configuration of a fit.
 fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfig), String> {
@@ -56,26 +56,6 @@ pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// Projected image features `[rows.len(), dim]` of `rows` under `condition`.
-fn image_features(
-    model: &ClipModel,
-    dataset: &Dataset,
-    rows: &[usize],
-    preprocess: &PreprocessConfig,
-    condition: FeatureCondition,
-    device: &Device,
-) -> Result<(Vec<f32>, usize), ExecError> {
-    let mut out = Vec::new();
-    let mut dim = 0;
-    for chunk in rows.chunks(IMAGE_BATCH) {
-        let images = image_batch(dataset, chunk, preprocess, condition)?.to_tensor(device);
-        let f = model.image_features(images)?;
-        dim = f.dims()[1];
-        out.extend(f.into_data().convert::<f32>().try_into_vec::<f32>().map_err(|e| format!("{e:?}"))?);
-    }
-    Ok((out, dim))
-}
-
 fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
     let json = serde_json::json!({
         "dim": outcome.dim, "scale": outcome.scale, "text_features": outcome.text_features,
@@ -88,8 +68,8 @@ fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
 
 /// The CLIP model with the learned prompts' text features.
 struct Prompted<'a> {
+    fit: &'a FitSpec,
     model: ClipModel,
-    preprocess: PreprocessConfig,
     outcome: CoopOutcome,
     device: &'a Device,
 }
@@ -99,17 +79,12 @@ impl Fitted for Prompted<'_> {
         "coop"
     }
 
-    fn predict(&self, request: &PredictRequest<'_>, _: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
-        let condition = feature_condition(request.condition)?;
-        let (features, _) = image_features(
-            &self.model,
-            request.dataset,
-            request.rows,
-            &self.preprocess,
-            condition,
-            self.device,
-        )?;
-        Ok(self.outcome.logits(&features)?)
+    /// The learned prompts on the image features of the request (the store's cached pass, shared
+    /// with zero-shot and every other CoOp fit of the encoder and dataset).
+    fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
+        let pass = (request.split, request.condition, request.data);
+        let f = store_image_features(&self.model, self.fit, pass, Some(request.rows), self.device, ctx)?;
+        Ok(self.outcome.logits(&f.features)?)
     }
 }
 
@@ -117,7 +92,7 @@ impl Fitted for Prompted<'_> {
 /// (resuming from `fits/<key>/train/`) and saves the learned prompts.
 pub(crate) fn fit<'a>(
     executor: &'a RunExecutor,
-    fit: &FitSpec,
+    fit: &'a FitSpec,
     ctx: &mut RunContext<'_>,
 ) -> Result<FitOutcome<'a>, ExecError> {
     let c = &fit.config;
@@ -128,7 +103,6 @@ pub(crate) fn fit<'a>(
     let (model, _) = ClipModel::load_checkpoint(&checkpoint, device)?;
     let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
         .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
-    let preprocess = preprocess_for(&checkpoint.dir)?;
     let dataset = executor.datasets.get(&c.dataset.spec)?;
     if dataset.labels.kind == TaskKind::Multilabel {
         return Err(format!("CoOp needs a single-label dataset; `{}` is multilabel", c.dataset.name).into());
@@ -138,8 +112,9 @@ pub(crate) fn fit<'a>(
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
     let labels = dataset.row_classes(&train_rows)?;
     ctx.report(&format!("coop: image features of {} training images", train_rows.len()));
-    let (train_features, dim) =
-        image_features(&model, &dataset, &train_rows, &preprocess, FeatureCondition::Clean, device)?;
+    let train = (Split::Train, &Condition::Clean, c.dataset.spec.as_str());
+    let split_features = store_image_features(&model, fit, train, Some(&split.train), device, ctx)?;
+    let (train_features, dim) = (select_rows(&split_features, &train_rows)?, split_features.dim);
     let fit_dir = ctx.fit_dir();
     let mut log = EpochLog::new("coop");
     let outcome = train_coop(
@@ -159,5 +134,18 @@ pub(crate) fn fit<'a>(
     std::fs::create_dir_all(&fit_dir).map_err(|e| format!("{}: {e}", fit_dir.display()))?;
     write_prompt(&fit_dir.join("prompt.json"), &outcome)?;
 
-    Ok(FitOutcome::Model(Box::new(Prompted { model, preprocess, outcome, device })))
+    Ok(FitOutcome::Model(Box::new(Prompted { fit, model, outcome, device })))
+}
+
+/// The feature rows of dataset rows `rows` (each in the pass), in `rows`' order.
+fn select_rows(f: &ImageFeatures, rows: &[usize]) -> Result<Vec<f32>, ExecError> {
+    let position: HashMap<usize, usize> = f.pass.indices.iter().enumerate().map(|(r, &i)| (i, r)).collect();
+    let mut out = Vec::with_capacity(rows.len() * f.dim);
+    for i in rows {
+        let r = *position
+            .get(i)
+            .ok_or_else(|| format!("dataset row {i} is not in the train split's features"))?;
+        out.extend_from_slice(&f.features[r * f.dim..(r + 1) * f.dim]);
+    }
+    Ok(out)
 }

@@ -1,12 +1,7 @@
-//! Prompt texts of the CLIP regimes: the MVC-Bench templates by id and the class names prompts use.
+//! Prompt texts of the CLIP regimes: the MVC-Bench templates by id (calibra-core's list) and the
+//! class names prompts use.
 
-use calibra_models::clip::MVC_BENCH_TEMPLATES;
-
-/// The text of MVC-Bench template `id` (`P1`…`P7`, [`MVC_BENCH_TEMPLATES`] in order), if it is one.
-pub fn mvc_bench_template(id: &str) -> Option<&'static str> {
-    let n: usize = id.strip_prefix('P')?.parse().ok()?;
-    n.checked_sub(1).and_then(|i| MVC_BENCH_TEMPLATES.get(i)).copied()
-}
+pub use calibra_core::mvc_bench_template;
 
 /// Class names for the prompts from a dataset's label names: `_` reads as a space.
 pub fn prompt_classnames(label_names: &[String]) -> Vec<String> {
@@ -15,6 +10,7 @@ pub fn prompt_classnames(label_names: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use calibra_core::MVC_BENCH_TEMPLATES;
     use calibra_run::recipe::MVC_BENCH_TEMPLATE_COUNT;
 
     use super::*;

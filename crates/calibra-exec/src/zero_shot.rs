@@ -25,14 +25,10 @@ use calibra_data::TaskKind;
 use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::{read_config, resolve_checkpoint};
 use calibra_models::tokenizer::ClipTokenizer;
-use calibra_run::{
-    ExecError, FeaturePass, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext,
-};
-use calibra_train::features::FeatureRequest;
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext};
 
 use crate::RunExecutor;
-use crate::clip_features::{IMAGE_BATCH, cached_image_features, zero_shot_logits};
-use crate::condition::feature_condition;
+use crate::clip_features::{store_image_features, zero_shot_logits};
 use crate::prompts::{mvc_bench_template, prompt_classnames};
 
 /// The template id and text of a zero-shot fit.
@@ -94,36 +90,10 @@ impl Fitted for ZeroShot<'_> {
     }
 
     /// The image features of the request's split and condition (cached per pass in the store's
-    /// feature cache, shared by every template and seed), classified by the template.
+    /// feature cache, shared by every template, CoOp fit and seed), classified by the template.
     fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
-        let c = &self.fit.config;
-        let dir = ctx.feature_dir(&FeaturePass {
-            encoder: c.encoder.name.clone(),
-            dataset: c.dataset.name.clone(),
-            condition: request.condition.clone(),
-        });
-        let feature_request = FeatureRequest {
-            encoder: c.encoder.spec.clone(),
-            data: request.data.to_string(),
-            split: request.split.into(),
-            split_config: c.split.config(),
-            condition: feature_condition(request.condition)?,
-            layers: vec![1.0],
-            batch_size: IMAGE_BATCH,
-        };
-        let what = format!("{} ({})", request.split.name(), request.condition);
-        let out = dir.join(format!("{}@clip-image.safetensors", request.split.name()));
-        let f = cached_image_features(&self.model, feature_request, &out, self.device, ctx, &what)?;
-        if f.pass.indices != request.rows {
-            return Err(format!(
-                "the image features of {what} cover {} rows, not the {} rows asked for (the split of \
-                 `{}` changed between passes)",
-                f.pass.indices.len(),
-                request.rows.len(),
-                request.data
-            )
-            .into());
-        }
+        let pass = (request.split, request.condition, request.data);
+        let f = store_image_features(&self.model, self.fit, pass, Some(request.rows), self.device, ctx)?;
         zero_shot_logits(&self.classifier, &f.features, f.dim, self.device)
     }
 }

@@ -118,9 +118,52 @@ pub fn perturbations() -> Vec<&'static str> {
 /// fails later with an unsupported severity.
 pub const MAX_SEVERITY: u32 = calibra_data::perturb::Severity::MAX_LEVEL as u32;
 
-/// LoRA target module names (`[regimes.lora] targets`), Hugging Face ViT/CLIP naming.
-pub const LORA_TARGETS: &[&str] =
-    &["query", "key", "value", "dense", "fc1", "fc2", "q_proj", "k_proj", "v_proj", "out_proj"];
+/// A LoRA target a recipe may name (`[regimes.lora] targets`, Hugging Face ViT/CLIP naming) and the
+/// PEFT module-name suffixes it wraps in calibra-models' encoders (transformers 5.x names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoraTarget {
+    pub name: &'static str,
+    pub peft: &'static [&'static str],
+}
+
+/// LoRA targets: `query`/`q_proj` → `q_proj`, `key`/`k_proj` → `k_proj`, `value`/`v_proj` → `v_proj`,
+/// `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention output
+/// and both MLP projections) → `o_proj`, `fc1`, `fc2`. The one list that recipe validation and LoRA
+/// construction (calibra-exec) read.
+pub const LORA_TARGETS: &[LoraTarget] = &[
+    LoraTarget { name: "query", peft: &["q_proj"] },
+    LoraTarget { name: "key", peft: &["k_proj"] },
+    LoraTarget { name: "value", peft: &["v_proj"] },
+    LoraTarget { name: "dense", peft: &["o_proj", "fc1", "fc2"] },
+    LoraTarget { name: "fc1", peft: &["fc1"] },
+    LoraTarget { name: "fc2", peft: &["fc2"] },
+    LoraTarget { name: "q_proj", peft: &["q_proj"] },
+    LoraTarget { name: "k_proj", peft: &["k_proj"] },
+    LoraTarget { name: "v_proj", peft: &["v_proj"] },
+    LoraTarget { name: "out_proj", peft: &["o_proj"] },
+];
+
+/// The recipe names of [`LORA_TARGETS`], in order.
+pub fn lora_target_names() -> Vec<&'static str> {
+    LORA_TARGETS.iter().map(|t| t.name).collect()
+}
+
+/// The PEFT module suffixes of recipe LoRA targets, each once, in first-use order.
+pub fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in targets {
+        let target = LORA_TARGETS
+            .iter()
+            .find(|l| l.name == t)
+            .ok_or_else(|| format!("LoRA target `{t}` is not a projection this build can wrap"))?;
+        for n in target.peft {
+            if !out.iter().any(|o| o == n) {
+                out.push(n.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
 
 /// `config.json` `model_type`s LoRA can be injected into (calibra-models' ViT/DeiT encoder; checked
 /// up front by [`crate::encoder_check`]).

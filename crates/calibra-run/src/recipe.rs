@@ -384,10 +384,9 @@ pub struct ZeroShotRegime {
     pub datasets: Option<Vec<String>>,
 }
 
-/// Number of MVC-Bench prompt templates (`P1`…`P7`); their texts live in calibra-models
-/// (`calibra_models::clip::MVC_BENCH_TEMPLATES`, whose length the `calibra` binary's tests check
-/// against this).
-pub const MVC_BENCH_TEMPLATE_COUNT: usize = 7;
+/// Number of MVC-Bench prompt templates (`P1`…`P7`), from the workspace's one list of their texts
+/// (`calibra_core::MVC_BENCH_TEMPLATES`).
+pub const MVC_BENCH_TEMPLATE_COUNT: usize = calibra_core::MVC_BENCH_TEMPLATES.len();
 
 /// One zero-shot prompt template as a fit uses it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -896,12 +895,12 @@ impl Recipe {
             adapted_options(&mut problem, &at, l.head_init.as_deref(), l.early_stopping);
             non_empty_distinct(&mut problem, &at.key("targets"), &l.targets);
             for (i, t) in l.targets.iter().enumerate() {
-                if !names::is_known(names::LORA_TARGETS, t) {
+                if !names::is_known(&names::lora_target_names(), t) {
                     problem(
                         at.key("targets").index(i),
                         format!(
                             "unknown LoRA target `{t}`; expected one of {}",
-                            names::LORA_TARGETS.join(", ")
+                            names::lora_target_names().join(", ")
                         ),
                     );
                 }

@@ -10,22 +10,9 @@ use super::model::{ClipModel, l2_normalize};
 use crate::error::ModelError;
 use crate::tokenizer::ClipTokenizer;
 
-/// The seven prompt templates of MVC-Bench's template-stability study, P1…P7 in the order its
-/// source lists them (`ashshaksharifdeen/MVC-Bench`, `prompt_variation_across_tmplate.py`: the context
-/// phrases, written for diabetic-retinopathy grading; our template is `phrase + " {}."`, CoOp's
-/// `ctx_init + " " + classname + "."`). P1 is CLIP's/CoOp's default `"a photo of a {}."`.
-///
-/// The spec (calibration-metrics-transfer.md §E) does not list the family; this is the source it was
-/// taken from. Domain words (retina, fundus, DR) are MVC-Bench's; pass other templates for other tasks.
-pub const MVC_BENCH_TEMPLATES: [&str; 7] = [
-    "a photo of a {}.",
-    "a photo of a retina with {}.",
-    "a color fundus photograph showing diabetic retinopathy severity level as {}.",
-    "Classify diabetic retinopathy severity from this fundus photo of a {}.",
-    "You are classifying diabetic retinopathy on a fundus photo of a {}.",
-    "This pic illustrates diab retinopthy severty of a {}.",
-    "The DR level is {}.",
-];
+/// The seven MVC-Bench prompt templates, P1…P7: the workspace's one list (calibra-core), which
+/// recipe validation reads too.
+pub use calibra_core::MVC_BENCH_TEMPLATES;
 
 /// Fills the single `{}` of `template` with `classname`.
 pub fn fill_template(template: &str, classname: &str) -> Result<String, ModelError> {
