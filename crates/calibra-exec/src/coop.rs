@@ -14,18 +14,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use burn::tensor::Device;
 use calibra_crs::Condition;
-use calibra_data::{Split, TaskKind};
-use calibra_models::clip::ClipModel;
-use calibra_models::hf::resolve_checkpoint;
-use calibra_models::tokenizer::ClipTokenizer;
-use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
+use calibra_data::Split;
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, RunContext, split_of};
 use calibra_train::coop::{CoopConfig, CoopOutcome, train_coop};
 
 use crate::RunExecutor;
 use crate::adapted::recipe_loss;
 use crate::clip_features::{ImageFeatures, store_image_features};
+use crate::clip_fit::{ClipParts, ClipPredictor, load_clip};
 use crate::epoch_log::EpochLog;
 use crate::prompts::prompt_classnames;
 
@@ -66,28 +63,6 @@ fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// The CLIP model with the learned prompts' text features.
-struct Prompted<'a> {
-    fit: &'a FitSpec,
-    model: ClipModel,
-    outcome: CoopOutcome,
-    device: &'a Device,
-}
-
-impl Fitted for Prompted<'_> {
-    fn kind(&self) -> &str {
-        "coop"
-    }
-
-    /// The learned prompts on the image features of the request (the store's cached pass, shared
-    /// with zero-shot and every other CoOp fit of the encoder and dataset).
-    fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
-        let pass = (request.split, request.condition, request.data);
-        let f = store_image_features(&self.model, self.fit, pass, Some(request.rows), self.device, ctx)?;
-        Ok(self.outcome.logits(&f.features)?)
-    }
-}
-
 /// Trains the context vectors on the projected image features of the train split's label fraction
 /// (resuming from `fits/<key>/train/`) and saves the learned prompts.
 pub(crate) fn fit<'a>(
@@ -98,15 +73,8 @@ pub(crate) fn fit<'a>(
     let c = &fit.config;
     let (config, loss) = config_of(fit)?;
     let loss = recipe_loss(loss, false)?;
-    let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
     let device = &executor.device;
-    let (model, _) = ClipModel::load_checkpoint(&checkpoint, device)?;
-    let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
-        .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
-    let dataset = executor.datasets.get(&c.dataset.spec)?;
-    if dataset.labels.kind == TaskKind::Multilabel {
-        return Err(format!("CoOp needs a single-label dataset; `{}` is multilabel", c.dataset.name).into());
-    }
+    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "CoOp needs")?;
     let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
@@ -134,7 +102,8 @@ pub(crate) fn fit<'a>(
     std::fs::create_dir_all(&fit_dir).map_err(|e| format!("{}: {e}", fit_dir.display()))?;
     write_prompt(&fit_dir.join("prompt.json"), &outcome)?;
 
-    Ok(FitOutcome::Model(Box::new(Prompted { fit, model, outcome, device })))
+    let head = outcome;
+    Ok(FitOutcome::Model(Box::new(ClipPredictor { kind: "coop", fit, model, head, device })))
 }
 
 /// The feature rows of dataset rows `rows` (each in the pass), in `rows`' order.

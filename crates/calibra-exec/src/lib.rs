@@ -5,7 +5,7 @@
 //! ([`calibra_run::Fitted`]) — frozen probes on cached encoder features ([`frozen`]), LoRA and full
 //! fine-tuning ([`adapted`]), CoOp prompt tuning ([`coop`]), zero-shot prompting ([`zero_shot`]) and
 //! transferability estimates ([`estimate`]) — dispatched by [`RunExecutor`]; the feature passes they
-//! read ([`feature_pass`], [`clip_features`]); the record-condition → image-condition conversion
+//! read ([`feature_pass`], [`clip_features`]) and what the CLIP regimes share ([`clip_fit`]); the record-condition → image-condition conversion
 //! ([`condition`]); the prompt texts ([`prompts`]); training progress lines ([`epoch_log`]).
 //!
 //! Does not own, and must not re-implement: predicting the calibration and test splits, shift
@@ -16,6 +16,7 @@
 
 pub mod adapted;
 pub mod clip_features;
+pub mod clip_fit;
 pub mod condition;
 pub mod coop;
 pub mod epoch_log;

@@ -20,15 +20,13 @@
 //! class prompts. `supports` refuses a multilabel dataset and a checkpoint that is not a CLIP model
 //! before any work starts.
 
-use burn::tensor::Device;
 use calibra_data::TaskKind;
-use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_models::clip::ZeroShotClassifier;
 use calibra_models::hf::{read_config, resolve_checkpoint};
-use calibra_models::tokenizer::ClipTokenizer;
-use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext};
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, RunContext};
 
 use crate::RunExecutor;
-use crate::clip_features::{store_image_features, zero_shot_logits};
+use crate::clip_fit::{ClipParts, ClipPredictor, load_clip};
 use crate::prompts::{mvc_bench_template, prompt_classnames};
 
 /// The template id and text of a zero-shot fit.
@@ -76,54 +74,20 @@ pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), Stri
     Ok(())
 }
 
-/// A CLIP model with one template's class embeddings.
-struct ZeroShot<'a> {
-    fit: &'a FitSpec,
-    model: ClipModel,
-    classifier: ZeroShotClassifier,
-    device: &'a Device,
-}
-
-impl Fitted for ZeroShot<'_> {
-    fn kind(&self) -> &str {
-        "zero-shot"
-    }
-
-    /// The image features of the request's split and condition (cached per pass in the store's
-    /// feature cache, shared by every template, CoOp fit and seed), classified by the template.
-    fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
-        let pass = (request.split, request.condition, request.data);
-        let f = store_image_features(&self.model, self.fit, pass, Some(request.rows), self.device, ctx)?;
-        zero_shot_logits(&self.classifier, &f.features, f.dim, self.device)
-    }
-}
-
 /// Loads the CLIP model and embeds the fit's template for every class (nothing is trained).
 pub(crate) fn fit<'a>(
     executor: &'a RunExecutor,
     fit: &'a FitSpec,
     _: &mut RunContext<'_>,
 ) -> Result<FitOutcome<'a>, ExecError> {
-    let c = &fit.config;
     let (id, template) = template_of(fit)?;
-    let dataset = executor.datasets.get(&c.dataset.spec)?;
-    if dataset.labels.kind == TaskKind::Multilabel {
-        return Err(format!(
-            "zero-shot classification needs a single-label dataset; `{}` is multilabel",
-            c.dataset.name
-        )
-        .into());
-    }
     let device = &executor.device;
-    let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
-    let (model, _) = ClipModel::load_checkpoint(&checkpoint, device)?;
-    let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
-        .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
+    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "zero-shot classification needs")?;
     let classnames = prompt_classnames(&dataset.labels.names);
-    let classifier =
+    let head =
         ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(&template), device)
             .map_err(|e| format!("template {id} {template:?}: {e}"))?;
-    Ok(FitOutcome::Model(Box::new(ZeroShot { fit, model, classifier, device })))
+    Ok(FitOutcome::Model(Box::new(ClipPredictor { kind: "zero-shot", fit, model, head, device })))
 }
 
 #[cfg(test)]

@@ -1,0 +1,80 @@
+//! What the two CLIP regimes (zero-shot and CoOp) share: loading a fit's CLIP model, tokenizer and
+//! single-label dataset, and the fitted model both return — the CLIP image tower's cached features
+//! scored by a head (a template's class embeddings, or CoOp's learned prompts).
+
+use std::rc::Rc;
+
+use burn::tensor::Device;
+use calibra_data::{Dataset, TaskKind};
+use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_models::hf::resolve_checkpoint;
+use calibra_models::tokenizer::ClipTokenizer;
+use calibra_run::{ExecError, FitSpec, Fitted, PredictRequest, RunContext};
+use calibra_train::coop::CoopOutcome;
+
+use crate::RunExecutor;
+use crate::clip_features::{store_image_features, zero_shot_logits};
+
+/// A fit's CLIP model and tokenizer, and its dataset.
+pub struct ClipParts {
+    pub model: ClipModel,
+    pub tokenizer: ClipTokenizer,
+    pub dataset: Rc<Dataset>,
+}
+
+/// Loads the CLIP checkpoint of `fit`'s encoder and its dataset, which must be single-label
+/// (`regime_needs`, e.g. "CoOp needs", starts the error otherwise).
+pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> Result<ClipParts, ExecError> {
+    let c = &fit.config;
+    let dataset = executor.datasets.get(&c.dataset.spec)?;
+    if dataset.labels.kind == TaskKind::Multilabel {
+        return Err(
+            format!("{regime_needs} a single-label dataset; `{}` is multilabel", c.dataset.name).into()
+        );
+    }
+    let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
+    let (model, _) = ClipModel::load_checkpoint(&checkpoint, &executor.device)?;
+    let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
+        .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
+    Ok(ClipParts { model, tokenizer, dataset })
+}
+
+/// What turns projected CLIP image features (row-major `[n, dim]`) into logits `[n, K]`.
+pub trait FeatureHead {
+    fn head_logits(&self, features: &[f32], dim: usize, device: &Device) -> Result<Vec<f64>, ExecError>;
+}
+
+impl FeatureHead for ZeroShotClassifier {
+    fn head_logits(&self, features: &[f32], dim: usize, device: &Device) -> Result<Vec<f64>, ExecError> {
+        zero_shot_logits(self, features, dim, device)
+    }
+}
+
+impl FeatureHead for CoopOutcome {
+    fn head_logits(&self, features: &[f32], _: usize, _: &Device) -> Result<Vec<f64>, ExecError> {
+        Ok(self.logits(features)?)
+    }
+}
+
+/// A CLIP model with a head: predicts on the image features of the request's split and condition,
+/// read from the store's feature cache (one image-tower pass per encoder, dataset, split and
+/// condition, shared by every template, CoOp fit, loss and seed).
+pub struct ClipPredictor<'a, H> {
+    pub kind: &'static str,
+    pub fit: &'a FitSpec,
+    pub model: ClipModel,
+    pub head: H,
+    pub device: &'a Device,
+}
+
+impl<H: FeatureHead> Fitted for ClipPredictor<'_, H> {
+    fn kind(&self) -> &str {
+        self.kind
+    }
+
+    fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
+        let pass = (request.split, request.condition, request.data);
+        let f = store_image_features(&self.model, self.fit, pass, Some(request.rows), self.device, ctx)?;
+        self.head.head_logits(&f.features, f.dim, self.device)
+    }
+}
