@@ -1,8 +1,8 @@
 //! CoOp fits on a CLIP-style checkpoint (image and text towers): the image tower runs once per
 //! encoder, dataset, split and condition for the whole grid (CoOp never updates it; the projected
 //! features are the store's cached pass of `clip_features`, shared with zero-shot and with every
-//! other CoOp fit, loss, label fraction and seed), the context vectors train on those projected features
-//! with calibra-train's `train_coop` (SGD + momentum, Dassl's warmup-cosine; CoOp's reference
+//! other CoOp fit, loss, label fraction and seed), the context vectors train on those projected
+//! features with calibra-train's `train_coop` (SGD + momentum, Dassl's warmup-cosine; CoOp's reference
 //! values except the recipe's epochs and lr), and the learned prompts classify the calibration
 //! split and the test split under every condition of the fit. Class names are the dataset's label
 //! names (underscores read as spaces). Single-label datasets only: CoOp's objective is a softmax

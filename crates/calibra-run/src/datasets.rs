@@ -37,7 +37,12 @@ impl DatasetCache {
         target: &str,
         dataset: &Dataset,
     ) -> Result<(&'f str, Rc<Dataset>), ExecError> {
-        let spec = shift_spec(fit, target)?;
+        let spec = fit
+            .shift_targets
+            .iter()
+            .find(|t| t.name == target)
+            .map(|t| t.spec.as_str())
+            .ok_or_else(|| format!("unknown shift target `{target}`"))?;
         let shifted = self.get(spec)?;
         if shifted.labels.names != dataset.labels.names {
             return Err(format!(
@@ -48,15 +53,6 @@ impl DatasetCache {
         }
         Ok((spec, shifted))
     }
-}
-
-/// The dataset spec behind shift target `target` of `fit`.
-pub fn shift_spec<'a>(fit: &'a FitSpec, target: &str) -> Result<&'a str, ExecError> {
-    fit.shift_targets
-        .iter()
-        .find(|t| t.name == target)
-        .map(|t| t.spec.as_str())
-        .ok_or_else(|| format!("unknown shift target `{target}`").into())
 }
 
 /// The train / calibration / test split of `dataset` under a recipe's `[split]`.

@@ -37,7 +37,7 @@ pub mod snapshot;
 pub mod store;
 
 pub use cost::{GridSummary, summarize};
-pub use datasets::{DatasetCache, shift_spec, split_of};
+pub use datasets::{DatasetCache, split_of};
 pub use error::RunError;
 pub use executor::{ExecError, Executor, NoProgress, Progress, RunContext};
 pub use fitted::{FitOutcome, Fitted, PredictRequest};
