@@ -1,6 +1,7 @@
 //! The errors of the reliability evaluator: bad profiles, bad weights, bad references.
 
-use crate::profile::Axis;
+use crate::axis::Axis;
+use crate::duplicate_run::{DuplicateRun, describe_duplicates};
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -85,8 +86,8 @@ pub enum CrsError {
     InvalidRecord { file: String, line: usize, message: String },
     /// Run keys that occur more than once (every duplicate with the line of its first occurrence).
     #[error("{} duplicate run key(s); a run is never counted twice: {}", duplicates.len(),
-        crate::run_record::describe_duplicates(duplicates))]
-    DuplicateRuns { duplicates: Vec<crate::run_record::DuplicateRun> },
+        describe_duplicates(duplicates))]
+    DuplicateRuns { duplicates: Vec<DuplicateRun> },
     /// Metric rows that cannot define the axes (an ambiguous cell, a bad axis setting).
     #[error("axes: {message}")]
     AxisInput { message: String },

@@ -17,7 +17,9 @@
 //! metrics from any framework; numerics come from calibra-metrics.
 #![forbid(unsafe_code)]
 
+mod axis;
 pub mod dirichlet;
+mod duplicate_run;
 pub mod error;
 pub mod normalize;
 pub mod profile;
