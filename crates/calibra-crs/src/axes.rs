@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::CrsError;
-use crate::metric_rows::MetricRows;
+use crate::metric_rows::{MetricRows, SeedTable};
 use crate::profile::{Axis, Profile, axes_of, oriented_calibration, oriented_selective};
 use crate::run_record::{Condition, GroupKey, Regime};
 
@@ -450,6 +450,18 @@ impl AxisPlan {
             .map(|(values, encoder)| Profile { encoder: encoder.clone(), values })
             .collect()
     }
+}
+
+/// The plan of `axes` over the given table, with its cells and per-encoder profiles.
+pub(crate) fn plan_profiles(
+    table: &SeedTable,
+    means: &[f64],
+    axes: &AxisConfig,
+) -> Result<(AxisPlan, Vec<CellAxes>, Vec<Profile>), CrsError> {
+    let plan = AxisPlan::new(table.groups(), table.metrics(), axes)?;
+    let cells = plan.evaluate(means);
+    let profiles = plan.profiles(means);
+    Ok((plan, cells, profiles))
 }
 
 #[cfg(test)]

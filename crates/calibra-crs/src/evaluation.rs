@@ -67,32 +67,42 @@
 //! With a saved reference (an explicit request to score) that is an error instead, and so is an axis that
 //! some encoders have and others lack (a gap in the data, never imputed: [`CrsError::MissingAxis`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use calibra_metrics::spearman_rho;
 use serde::Serialize;
 
-use crate::axes::{
-    AxisConfig, AxisPlan, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant, SELECTIVE_METRIC,
-};
+use crate::axes::{AxisConfig, CellAxes, CellValues, LE_FRACTIONS, RobustnessVariant, SELECTIVE_METRIC};
 use crate::bootstrap::{BootstrapConfig, BootstrapResult, paired_seed_bootstrap};
 use crate::calibration_stability::{CalibrationStability, calibration_stability};
 use crate::convergence::ConvergenceReport;
 use crate::encoder_analyses::{EncoderAnalyses, EncoderAnalysisOptions, encoder_analyses};
+use crate::encoder_profile::encoder_profiles;
 use crate::error::CrsError;
 use crate::focus_analyses::FocusReport;
 use crate::metric_rows::SeedTable;
-use crate::profile::{Axis, Profile, axes_of};
-use crate::rank_compare::{RankComparison, compare_rankings};
-use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale};
+use crate::panel_profiles::{PanelPlan, profiles_or_why_not};
+use crate::per_domain::per_domain_crs;
+use crate::profile::{Axis, Profile};
+use crate::rank_compare::compare_rankings;
+use crate::reference::{AxisEstimators, Reference, ReferenceConfig, ValueScale, panel_crs};
 use crate::regime_comparison::RegimeComparison;
-use crate::run_record::{Condition, Regime, RunRecordSet};
-use crate::score::{ComponentWeights, ScoreWeights, ordinal_ranks};
+use crate::run_record::RunRecordSet;
+use crate::score::{ComponentWeights, ScoreWeights};
 use crate::selective_analyses::SelectiveReport;
 use crate::stability::{StabilityConfig, StabilityReport, stability};
 use crate::transfer_prediction::{
     OutcomeMetrics, TransferPrediction, prediction_targets, transfer_prediction,
 };
+
+pub use crate::axis_correlation::Correlation;
+use crate::axis_correlation::axis_correlations;
+pub use crate::encoder_crs::EncoderCrs;
+use crate::encoder_crs::encoder_crs;
+pub use crate::encoder_profile::EncoderProfile;
+pub use crate::input_summary::InputSummary;
+pub use crate::metric_row_record::MetricRowRecord;
+pub use crate::per_domain::DomainCrs;
+pub use crate::rank_compare::NamedComparison;
+pub use crate::substitution::Substitution;
+use crate::substitution::substitutions;
 
 /// The `format` field of an evaluation document.
 pub const EVALUATION_FORMAT: &str = "calibra-evaluation";
@@ -181,127 +191,6 @@ pub fn estimators_for(axes: &AxisConfig) -> AxisEstimators {
     }
 }
 
-/// What the run set holds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InputSummary {
-    pub records: usize,
-    pub metric_rows: usize,
-    pub seeds: Vec<u64>,
-    pub encoders: Vec<String>,
-    pub datasets: Vec<String>,
-    pub regimes: Vec<Regime>,
-    pub metrics: Vec<String>,
-}
-
-/// One metric row (seed aggregate), owned.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MetricRowRecord {
-    pub encoder: String,
-    pub dataset: String,
-    pub regime: Regime,
-    pub probe: String,
-    pub calibrator: String,
-    pub label_fraction: f64,
-    pub condition: Condition,
-    pub metric: String,
-    pub mean: f64,
-    /// Sample std (`n − 1`); `None` with fewer than 2 seeds.
-    pub std: Option<f64>,
-    pub n_seeds: usize,
-}
-
-/// One encoder's profile: measured (raw) values, oriented values and contrasts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EncoderProfile {
-    pub encoder: String,
-    /// Mean clean discrimination over the encoder's cells.
-    pub discrimination: Option<f64>,
-    /// Mean raw calibration error (ECE, lower is better); the oriented axis is its negation.
-    pub calibration_error: Option<f64>,
-    pub label_efficiency: Option<f64>,
-    /// Robustness of the configured variant.
-    pub robustness: Option<f64>,
-    /// Robustness with `1_shift = 0` (contrast).
-    pub robustness_corruption_only: Option<f64>,
-    /// Mean AULC over cells (contrast, never an axis).
-    pub aulc: Option<f64>,
-    /// Cells (datasets) observed.
-    pub cells: usize,
-    /// Mean raw selective metric (AUGRC, lower is better) over the encoder's cells; only with the
-    /// selective axis (absent from the JSON otherwise). The oriented axis is its negation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub selective_error: Option<f64>,
-    /// Oriented values (calibration = −ECE, selective = −AUGRC), indexed as [`crate::ALL_AXES`].
-    pub oriented: Vec<Option<f64>>,
-}
-
-/// One encoder's CRS.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EncoderCrs {
-    pub encoder: String,
-    /// Values normalised with the reference's anchors (clipped to [0, 1]), indexed as
-    /// [`crate::ALL_AXES`].
-    pub normalized: Vec<f64>,
-    pub dominance: f64,
-    pub ideal: f64,
-    pub worst: f64,
-    pub crs: f64,
-    /// Ordinal rank, 1 = best.
-    pub rank: usize,
-    pub in_panel: bool,
-    /// Axes clipped by the anchors.
-    pub saturated: Vec<Axis>,
-    /// Bootstrap percentile interval and rank probabilities (when the bootstrap ran).
-    pub lower: Option<f64>,
-    pub upper: Option<f64>,
-    pub p_rank1: Option<f64>,
-    pub p_top3: Option<f64>,
-}
-
-/// A rank comparison with what it compares.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NamedComparison {
-    /// e.g. `auroc_vs_crs`, `frozen_vs_lora_discrimination`.
-    pub name: String,
-    /// Ordering A (e.g. `clean macro_auroc (frozen)`).
-    pub a: String,
-    /// Ordering B.
-    pub b: String,
-    pub comparison: RankComparison,
-}
-
-/// The CRS ranking with one estimator substituted, compared with the primary ranking.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Substitution {
-    /// e.g. `robustness=corruption-only`, `calibration=brier`.
-    pub estimator: String,
-    /// Primary CRS (A) vs substituted CRS (B); `None` when skipped.
-    pub comparison: Option<RankComparison>,
-    /// Why it was skipped.
-    pub skipped: Option<String>,
-}
-
-/// Spearman ρ between two quantities.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Correlation {
-    /// `encoder` or `cell`.
-    pub level: &'static str,
-    pub a: String,
-    pub b: String,
-    /// Pairs where both are observed.
-    pub n: usize,
-    /// NaN (JSON null) with fewer than 3 pairs or a constant series.
-    pub spearman_rho: f64,
-}
-
-/// CRS per dataset against that dataset's own reference.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DomainCrs {
-    pub dataset: String,
-    /// `(encoder, CRS, rank)` over the encoders complete in this dataset, in encoder order.
-    pub scores: Vec<(String, f64, usize)>,
-}
-
 /// Everything one evaluation reports (`evaluation.json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluation {
@@ -362,90 +251,6 @@ pub struct Evaluation {
     pub notes: Vec<String>,
 }
 
-/// `(encoder, profile values)` from a plan over the given table: cells, per-encoder profiles.
-fn plan_profiles(
-    table: &SeedTable,
-    means: &[f64],
-    axes: &AxisConfig,
-) -> Result<(AxisPlan, Vec<CellAxes>, Vec<Profile>), CrsError> {
-    let plan = AxisPlan::new(table.groups(), table.metrics(), axes)?;
-    let cells = plan.evaluate(means);
-    let profiles = plan.profiles(means);
-    Ok((plan, cells, profiles))
-}
-
-/// The profiles of the configured regime (`Ok(Ok(..))`), or why the run set as a whole cannot give a
-/// CRS (`Ok(Err(reason))`, see the module docs "A run set without a CRS"); `Err` for an invalid axis
-/// configuration or a gap in the data (an axis some encoders have and others lack).
-#[allow(clippy::type_complexity)]
-fn profiles_or_why_not(
-    table: &SeedTable,
-    means: &[f64],
-    options: &EvaluationOptions,
-    input: &InputSummary,
-) -> Result<Result<(AxisPlan, Vec<CellAxes>, Vec<Profile>), String>, CrsError> {
-    const NOT_COMPUTED: &str = "CRS not computed";
-    let axes = &options.axes;
-    // Fractions outside (0, 1) are a configuration error, reported by the plan as an axis-input error.
-    let fractions_valid = axes.le_fractions.iter().all(|&rho| rho > 0.0 && rho < 1.0);
-    let (plan, cells, profiles) = match plan_profiles(table, means, axes) {
-        Ok(found) => found,
-        Err(CrsError::AxisInput { message }) if fractions_valid => {
-            return Ok(Err(format!("{NOT_COMPUTED}: {message}")));
-        }
-        Err(e) => return Err(e),
-    };
-    if profiles.is_empty() {
-        let held: Vec<&str> = input.regimes.iter().map(|r| r.name()).collect();
-        return Ok(Err(format!(
-            "{NOT_COMPUTED}: no runs of regime `{}`{} to build profiles from (the run set holds regimes: {})",
-            axes.regime,
-            axes.calibrator.as_ref().map(|c| format!(" with calibrator `{c}`")).unwrap_or_default(),
-            held.join(", ")
-        )));
-    }
-    let needs = |axis: Axis| match axis {
-        Axis::Discrimination => {
-            format!("clean runs at label fraction 1 with the metric `{}`", axes.discrimination_metric)
-        }
-        Axis::Calibration => {
-            format!("clean runs at label fraction 1 with the metric `{}`", axes.calibration_metric)
-        }
-        Axis::LabelEfficiency => {
-            let fractions: Vec<String> = axes.le_fractions.iter().map(f64::to_string).collect();
-            format!("clean runs of one probe at the label fractions {} and 1", fractions.join(", "))
-        }
-        Axis::Robustness => "perturbation runs at label fraction 1".to_string(),
-        Axis::Selective => format!(
-            "the per-run `{}` of clean runs at label fraction 1 (from their predictions files: \
-             `calibra eval --selective`)",
-            axes.selective_metric.as_deref().unwrap_or(SELECTIVE_METRIC)
-        ),
-    };
-    let missing: Vec<String> = axes_of(axes.n_axes())
-        .iter()
-        .filter(|&&axis| profiles.iter().all(|p| p.get(axis).is_none()))
-        .map(|&axis| format!("the {} axis needs {}", axis.name(), needs(axis)))
-        .collect();
-    if !missing.is_empty() {
-        return Ok(Err(format!(
-            "{NOT_COMPUTED}: no encoder of regime `{}` has all {} axes: {}",
-            axes.regime,
-            if axes.n_axes() == 5 { "five" } else { "four" },
-            missing.join("; ")
-        )));
-    }
-    if profiles.len() < 2 && options.reference.is_none() {
-        return Ok(Err(format!(
-            "{NOT_COMPUTED}: a reference built from the run set needs at least 2 encoders, regime `{}` has {} \
-             (a single encoder can be scored against a saved reference)",
-            axes.regime,
-            profiles.len()
-        )));
-    }
-    Ok(Ok((plan, cells, profiles)))
-}
-
 /// The metric names behind the transfer-prediction outcomes.
 fn outcome_metrics(axes: &AxisConfig) -> OutcomeMetrics {
     OutcomeMetrics {
@@ -454,16 +259,235 @@ fn outcome_metrics(axes: &AxisConfig) -> OutcomeMetrics {
     }
 }
 
-/// CRS of complete profiles against a reference built on them.
-fn panel_crs_of(profiles: &[Profile], config: &ReferenceConfig) -> Result<Vec<(String, f64)>, CrsError> {
-    let reference = Reference::build(profiles, config.clone())?;
-    Ok(reference.panel_scores().into_iter().map(|s| (s.encoder, s.components.crs)).collect())
+/// What the configured regime's panel gives: the reference in force and steps 2–9 of the module docs.
+struct Panel {
+    reference: Reference,
+    /// `panel` or `saved`.
+    origin: &'static str,
+    weights: ScoreWeights,
+    analyses: PanelAnalyses,
 }
 
-fn correlation(level: &'static str, a: &str, b: &str, pairs: &[(Option<f64>, Option<f64>)]) -> Correlation {
-    let (x, y): (Vec<f64>, Vec<f64>) = pairs.iter().filter_map(|&(a, b)| Some((a?, b?))).unzip();
-    let rho = if x.len() >= 3 { spearman_rho(&x, &y) } else { f64::NAN };
-    Correlation { level, a: a.to_string(), b: b.to_string(), n: x.len(), spearman_rho: rho }
+/// Steps 2–9 of the module docs; empty for a run set without a CRS.
+#[derive(Default)]
+struct PanelAnalyses {
+    cells: Vec<CellAxes>,
+    profiles: Vec<EncoderProfile>,
+    crs: Vec<EncoderCrs>,
+    bootstrap: Option<BootstrapResult>,
+    rank_comparisons: Vec<NamedComparison>,
+    regime_comparisons: Vec<RegimeComparison>,
+    substitutions: Vec<Substitution>,
+    correlations: Vec<Correlation>,
+    per_domain: Vec<DomainCrs>,
+    stability: Option<StabilityReport>,
+}
+
+/// An empty run set, or axis weights whose count does not match the axis configuration.
+fn check_request(set: &RunRecordSet, options: &EvaluationOptions) -> Result<(), CrsError> {
+    if set.is_empty() {
+        return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
+    }
+    if options.reference.is_none() && options.weights.axis.len() != options.axes.n_axes() {
+        return Err(if options.weights.axis.has_selective() {
+            CrsError::SelectiveAxisInput {
+                needs: "the selective analyses' per-run AUGRC (the axis configuration names no \
+                        selective metric: `calibra eval --selective`)"
+                    .into(),
+            }
+        } else {
+            CrsError::InvalidParameter {
+                name: "axis weights",
+                message: "the axis configuration has the selective axis but only 4 axis weights were \
+                          given; give 5"
+                    .into(),
+            }
+        });
+    }
+    Ok(())
+}
+
+/// `reason` when a run set without a CRS is acceptable; an error when the request asked for a CRS (a
+/// saved reference to score against, or five axis weights).
+fn accept_without_crs(options: &EvaluationOptions, reason: String) -> Result<String, CrsError> {
+    if options.reference.is_some() {
+        return Err(CrsError::AxisInput {
+            message: format!("cannot score against the saved reference: {reason}"),
+        });
+    }
+    if options.axes.selective_metric.is_some() {
+        // Five axis weights are an explicit request for the five-axis CRS.
+        return Err(CrsError::SelectiveAxisInput {
+            needs: format!("a five-axis CRS, which this run set cannot give: {reason}"),
+        });
+    }
+    Ok(reason)
+}
+
+/// The convergence check of the adapted fits, with a note naming those that did not converge.
+fn convergence_of(fits: &RunRecordSet, notes: &mut Vec<String>) -> ConvergenceReport {
+    let convergence = crate::convergence::check_convergence(
+        &fits.records().iter().map(|r| r.record.clone()).collect::<Vec<_>>(),
+    );
+    if !convergence.not_converged.is_empty() {
+        notes.push(crate::convergence::note(&convergence));
+    }
+    convergence
+}
+
+/// The saved reference (checked against the estimators) or one built on the panel's profiles, with its
+/// origin (`saved` or `panel`).
+fn reference_for(
+    options: &EvaluationOptions,
+    profiles: &[Profile],
+    estimators: &AxisEstimators,
+) -> Result<(Reference, &'static str), CrsError> {
+    Ok(match &options.reference {
+        Some(saved) => {
+            saved.check_compatible(estimators, ValueScale::Oriented)?;
+            (saved.clone(), "saved")
+        }
+        None => {
+            let config = ReferenceConfig {
+                weights: options.weights,
+                estimators: estimators.clone(),
+                ..Default::default()
+            };
+            (Reference::build(profiles, config)?, "panel")
+        }
+    })
+}
+
+/// The paired-seed bootstrap with the weights in force, when configured and the panel has 2 encoders.
+fn bootstrap_of(
+    options: &EvaluationOptions,
+    table: &SeedTable,
+    panel_size: usize,
+    weights: ScoreWeights,
+    notes: &mut Vec<String>,
+) -> Result<Option<BootstrapResult>, CrsError> {
+    Ok(match &options.bootstrap {
+        Some(config) if panel_size >= 2 => {
+            let config = BootstrapConfig { weights, ..config.clone() };
+            Some(paired_seed_bootstrap(table, &options.axes, &config)?)
+        }
+        Some(_) => {
+            notes.push("bootstrap skipped: the panel has fewer than 2 encoders".into());
+            None
+        }
+        None => None,
+    })
+}
+
+/// Clean discrimination vs CRS over the encoders observed on discrimination (at least 2).
+fn discrimination_vs_crs(
+    profiles: &[Profile],
+    crs: &[(String, f64)],
+    axes: &AxisConfig,
+) -> Result<Option<NamedComparison>, CrsError> {
+    let disc: Vec<(String, f64)> =
+        profiles.iter().filter_map(|p| p.get(Axis::Discrimination).map(|v| (p.encoder.clone(), v))).collect();
+    if disc.len() < 2 {
+        return Ok(None);
+    }
+    Ok(Some(NamedComparison {
+        name: "auroc_vs_crs".into(),
+        a: format!("clean {} ({})", axes.discrimination_metric, axes.regime),
+        b: "CRS".into(),
+        comparison: compare_rankings(&disc, crs)?,
+    }))
+}
+
+/// The ranking stability analyses on the panel, with the design scaled to its size (at least 3).
+fn stability_of(
+    options: &EvaluationOptions,
+    profiles: &[Profile],
+    panel_config: &ReferenceConfig,
+    notes: &mut Vec<String>,
+) -> Result<Option<StabilityReport>, CrsError> {
+    let Some(seed) = options.stability_seed else { return Ok(None) };
+    match EvaluationOptions::stability_for_panel(seed, profiles.len()) {
+        Some(config) => Ok(Some(stability(profiles, panel_config, &config)?)),
+        None => {
+            notes.push("stability analyses skipped: they need at least 3 encoders".into());
+            Ok(None)
+        }
+    }
+}
+
+/// Steps 2–9 of the module docs on the configured regime's `plan`, `cells` and (possibly incomplete)
+/// `profiles`.
+fn panel(
+    table: &SeedTable,
+    means: &[f64],
+    options: &EvaluationOptions,
+    input: &InputSummary,
+    estimators: &AxisEstimators,
+    (plan, cells, profiles): PanelPlan,
+    notes: &mut Vec<String>,
+) -> Result<Panel, CrsError> {
+    let values: Vec<CellValues> = plan.evaluate_values(means);
+    let aulc = plan.encoder_means(&values, |c| c.aulc);
+    let encoder_profiles = encoder_profiles(&plan, &values, &aulc, &cells, &profiles);
+    for p in &profiles {
+        p.require_complete()?;
+    }
+
+    let (reference, origin) = reference_for(options, &profiles, estimators)?;
+    let weights = *reference.weights();
+    let scores = reference.score(&profiles)?;
+    let bootstrap = bootstrap_of(options, table, profiles.len(), weights, notes)?;
+    let crs = encoder_crs(&scores, bootstrap.as_ref());
+    if origin == "saved" && bootstrap.is_some() {
+        notes.push(
+            "bootstrap intervals describe the run set's own panel CRS (anchors recomputed per replicate), \
+             not the CRS against the saved reference"
+                .into(),
+        );
+    }
+
+    let crs_named: Vec<(String, f64)> =
+        scores.iter().map(|s| (s.encoder.clone(), s.components.crs)).collect();
+    let mut rank_comparisons: Vec<NamedComparison> =
+        discrimination_vs_crs(&profiles, &crs_named, &options.axes)?.into_iter().collect();
+    let regime_comparisons = crate::regime_comparison::regime_comparisons(
+        table,
+        means,
+        &options.axes,
+        &cells,
+        &input.regimes,
+        &mut rank_comparisons,
+        notes,
+    )?;
+
+    // Estimator substitutions, correlations and per-domain CRS rebuild references on the panel.
+    let panel_config =
+        ReferenceConfig { weights, estimators: estimators.clone(), ..ReferenceConfig::default() };
+    let primary = match origin {
+        "panel" => Ok(crs_named),
+        _ => panel_crs(&profiles, &panel_config),
+    };
+    let substitutions = substitutions(table, means, &options.axes, &input.metrics, &primary, &panel_config);
+    let correlations = axis_correlations(&profiles, &cells, &options.axes, &aulc);
+    let per_domain = per_domain_crs(&cells, &options.axes, &panel_config, notes);
+    let stability = stability_of(options, &profiles, &panel_config, notes)?;
+    Ok(Panel {
+        reference,
+        origin,
+        weights,
+        analyses: PanelAnalyses {
+            cells,
+            profiles: encoder_profiles,
+            crs,
+            bootstrap,
+            rank_comparisons,
+            regime_comparisons,
+            substitutions,
+            correlations,
+            per_domain,
+            stability,
+        },
+    })
 }
 
 impl Evaluation {
@@ -479,382 +503,38 @@ impl Evaluation {
     /// holding a panel member with other values; no spread on an axis for a panel-built reference;
     /// bootstrap or stability parameter errors.
     pub fn build(set: &RunRecordSet, options: &EvaluationOptions) -> Result<Self, CrsError> {
-        if set.is_empty() {
-            return Err(CrsError::InvalidParameter { name: "run records", message: "no records".into() });
-        }
-        if options.reference.is_none() && options.weights.axis.len() != options.axes.n_axes() {
-            return Err(if options.weights.axis.has_selective() {
-                CrsError::SelectiveAxisInput {
-                    needs: "the selective analyses' per-run AUGRC (the axis configuration names no \
-                            selective metric: `calibra eval --selective`)"
-                        .into(),
-                }
-            } else {
-                CrsError::InvalidParameter {
-                    name: "axis weights",
-                    message: "the axis configuration has the selective axis but only 4 axis weights were \
-                              given; give 5"
-                        .into(),
-                }
-            });
-        }
+        check_request(set, options)?;
         let records = set.len();
         // Estimate records are predictions, not fits: nothing but the transfer prediction sees them.
         let (fits, estimates) = set.split_estimates();
-        let set = &fits;
-        let table = SeedTable::from_records(set);
+        let table = SeedTable::from_records(&fits);
         let rows = table.rows();
+        let means = rows.means();
         let estimators = estimators_for(&options.axes);
         let mut notes = Vec::new();
-        let convergence = crate::convergence::check_convergence(
-            &set.records().iter().map(|r| r.record.clone()).collect::<Vec<_>>(),
-        );
-        if !convergence.not_converged.is_empty() {
-            notes.push(crate::convergence::note(&convergence));
-        }
+        let convergence = convergence_of(&fits, &mut notes);
+        let metric_rows = MetricRowRecord::all(&rows);
+        let input = InputSummary::new(records, &table, metric_rows.len(), !estimates.is_empty());
+        let calibration_stability = calibration_stability(&fits);
 
-        let metric_rows: Vec<MetricRowRecord> = rows
-            .iter()
-            .map(|r| MetricRowRecord {
-                encoder: r.key.encoder.clone(),
-                dataset: r.key.dataset.clone(),
-                regime: r.key.regime,
-                probe: r.key.probe.clone(),
-                calibrator: r.key.calibrator.clone(),
-                label_fraction: r.key.label_fraction.get(),
-                condition: r.key.condition.clone(),
-                metric: r.metric.to_string(),
-                mean: r.mean,
-                std: r.std,
-                n_seeds: r.n_seeds,
-            })
-            .collect();
-        let groups = table.groups();
-        let mut regimes: BTreeSet<Regime> = groups.iter().map(|g| g.regime).collect();
-        if !estimates.is_empty() {
-            regimes.insert(Regime::Estimate);
-        }
-        let input = InputSummary {
-            records,
-            metric_rows: metric_rows.len(),
-            seeds: table.seeds().to_vec(),
-            encoders: groups.iter().map(|g| g.encoder.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
-            datasets: groups.iter().map(|g| g.dataset.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
-            regimes: regimes.into_iter().collect(),
-            metrics: table.metrics().to_vec(),
-        };
-
-        let calibration_stability = calibration_stability(set);
-
-        // Axes and profiles of the configured regime.
-        let means = rows.means();
-        let (plan, cells, profiles) = match profiles_or_why_not(&table, means, options, &input)? {
-            Ok(found) => found,
-            Err(reason) => {
-                if options.reference.is_some() {
-                    return Err(CrsError::AxisInput {
-                        message: format!("cannot score against the saved reference: {reason}"),
-                    });
+        let saved = options.reference.is_some();
+        let (panel, crs_not_computed) =
+            match profiles_or_why_not(&table, means, &options.axes, saved, &input.regimes)? {
+                Ok(plan) => {
+                    (Some(panel(&table, means, options, &input, &estimators, plan, &mut notes)?), None)
                 }
-                if options.axes.selective_metric.is_some() {
-                    // Five axis weights are an explicit request for the five-axis CRS.
-                    return Err(CrsError::SelectiveAxisInput {
-                        needs: format!("a five-axis CRS, which this run set cannot give: {reason}"),
-                    });
-                }
-                let mut transfer_notes = Vec::new();
-                let targets = prediction_targets(
-                    &table,
-                    means,
-                    &options.axes,
-                    &input.regimes,
-                    &[],
-                    &[],
-                    &[],
-                    &mut transfer_notes,
-                );
-                let transfer_prediction = transfer_prediction(
-                    &estimates,
-                    set,
-                    &targets,
-                    &outcome_metrics(&options.axes),
-                    transfer_notes,
-                );
-                let encoder_analyses = encoder_analyses(
-                    &metric_rows,
-                    &[],
-                    options.axes.regime,
-                    &options.axes.discrimination_metric,
-                    &options.axes.calibration_metric,
-                    &options.encoder_analyses,
-                );
-                return Ok(Evaluation {
-                    format: EVALUATION_FORMAT,
-                    version: EVALUATION_VERSION,
-                    input,
-                    axes: options.axes.clone(),
-                    estimators,
-                    component_weights: options.weights.component,
-                    axis_weights: options.weights.axis.as_slice().to_vec(),
-                    reference_origin: "none",
-                    reference: serde_json::Value::Null,
-                    reference_used: None,
-                    crs_not_computed: Some(reason),
-                    metric_rows,
-                    cells: Vec::new(),
-                    profiles: Vec::new(),
-                    crs: Vec::new(),
-                    bootstrap: None,
-                    rank_comparisons: Vec::new(),
-                    regime_comparisons: Vec::new(),
-                    substitutions: Vec::new(),
-                    correlations: Vec::new(),
-                    per_domain: Vec::new(),
-                    stability: None,
-                    encoder_analyses,
-                    calibration_stability,
-                    focus: None,
-                    selective: None,
-                    convergence,
-                    transfer_prediction,
-                    notes,
-                });
+                Err(reason) => (None, Some(accept_without_crs(options, reason)?)),
+            };
+        let (reference, origin, weights, analyses) = match panel {
+            Some(Panel { reference, origin, weights, analyses }) => {
+                (Some(reference), origin, weights, analyses)
             }
-        };
-        let values: Vec<CellValues> = plan.evaluate_values(means);
-        let aulc = plan.encoder_means(&values, |c| c.aulc);
-        let corruption_only = plan.encoder_means(&values, |c| c.robustness_corruption_only);
-        let mut cell_count = vec![0usize; profiles.len()];
-        for cell in &cells {
-            if let Some(e) = plan.encoders().iter().position(|n| *n == cell.encoder) {
-                cell_count[e] += 1;
-            }
-        }
-        let encoder_profiles: Vec<EncoderProfile> = profiles
-            .iter()
-            .enumerate()
-            .map(|(e, p)| EncoderProfile {
-                encoder: p.encoder.clone(),
-                discrimination: p.get(Axis::Discrimination),
-                calibration_error: p.get(Axis::Calibration).map(|c| -c),
-                label_efficiency: p.get(Axis::LabelEfficiency),
-                robustness: p.get(Axis::Robustness),
-                robustness_corruption_only: corruption_only[e],
-                aulc: aulc[e],
-                cells: cell_count[e],
-                selective_error: p.get(Axis::Selective).map(|c| -c),
-                oriented: p.values.clone(),
-            })
-            .collect();
-        for p in &profiles {
-            p.require_complete()?;
-        }
-
-        // Reference and CRS.
-        let (reference, origin) = match &options.reference {
-            Some(saved) => {
-                saved.check_compatible(&estimators, ValueScale::Oriented)?;
-                (saved.clone(), "saved")
-            }
-            None => {
-                let config = ReferenceConfig {
-                    weights: options.weights,
-                    estimators: estimators.clone(),
-                    ..Default::default()
-                };
-                (Reference::build(&profiles, config)?, "panel")
-            }
-        };
-        let weights = *reference.weights();
-        let scores = reference.score(&profiles)?;
-        let crs_values: Vec<f64> = scores.iter().map(|s| s.components.crs).collect();
-        let ranks = ordinal_ranks(&crs_values);
-
-        let bootstrap = match &options.bootstrap {
-            Some(config) if profiles.len() >= 2 => {
-                let config = BootstrapConfig { weights, ..config.clone() };
-                Some(paired_seed_bootstrap(&table, &options.axes, &config)?)
-            }
-            Some(_) => {
-                notes.push("bootstrap skipped: the panel has fewer than 2 encoders".into());
-                None
-            }
-            None => None,
-        };
-        let crs: Vec<EncoderCrs> = scores
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let boot =
-                    bootstrap.as_ref().and_then(|b| b.encoders.iter().find(|e| e.encoder == s.encoder));
-                EncoderCrs {
-                    encoder: s.encoder.clone(),
-                    normalized: s.normalized.clone(),
-                    dominance: s.components.dominance,
-                    ideal: s.components.ideal,
-                    worst: s.components.worst,
-                    crs: s.components.crs,
-                    rank: ranks[i],
-                    in_panel: s.in_panel,
-                    saturated: s.saturated.clone(),
-                    lower: boot.map(|b| b.lower),
-                    upper: boot.map(|b| b.upper),
-                    p_rank1: boot.map(|b| b.p_rank1),
-                    p_top3: boot.map(|b| b.p_top3),
-                }
-            })
-            .collect();
-        if origin == "saved" && bootstrap.is_some() {
-            notes.push(
-                "bootstrap intervals describe the run set's own panel CRS (anchors recomputed per replicate), \
-                 not the CRS against the saved reference"
-                    .into(),
-            );
-        }
-
-        // Rank comparisons.
-        let mut rank_comparisons = Vec::new();
-        let named = |e: usize, v: f64| (profiles[e].encoder.clone(), v);
-        let disc: Vec<(String, f64)> = (0..profiles.len())
-            .filter_map(|e| profiles[e].get(Axis::Discrimination).map(|v| named(e, v)))
-            .collect();
-        let crs_named: Vec<(String, f64)> =
-            scores.iter().map(|s| (s.encoder.clone(), s.components.crs)).collect();
-        if disc.len() >= 2 {
-            rank_comparisons.push(NamedComparison {
-                name: "auroc_vs_crs".into(),
-                a: format!("clean {} ({})", options.axes.discrimination_metric, options.axes.regime),
-                b: "CRS".into(),
-                comparison: compare_rankings(&disc, &crs_named)?,
-            });
-        }
-        let regime_comparisons = crate::regime_comparison::regime_comparisons(
-            &table,
-            means,
-            &options.axes,
-            &cells,
-            &input.regimes,
-            &mut rank_comparisons,
-            &mut notes,
-        )?;
-
-        // Estimator substitutions (reference rebuilt on the panel each time).
-        let panel_config =
-            ReferenceConfig { weights, estimators: estimators.clone(), ..ReferenceConfig::default() };
-        let primary = match origin {
-            "panel" => Ok(crs_named.clone()),
-            _ => panel_crs_of(&profiles, &panel_config),
-        };
-        let mut substitutions = Vec::new();
-        let mut candidates: Vec<(String, AxisConfig)> = Vec::new();
-        if options.axes.robustness == RobustnessVariant::WithShift {
-            candidates.push((
-                "robustness=corruption-only".into(),
-                AxisConfig { robustness: RobustnessVariant::CorruptionOnly, ..options.axes.clone() },
-            ));
-        }
-        for metric in ["adaptive_ece", "brier"] {
-            if metric != options.axes.calibration_metric && input.metrics.iter().any(|m| m == metric) {
-                candidates.push((
-                    format!("calibration={metric}"),
-                    AxisConfig { calibration_metric: metric.to_string(), ..options.axes.clone() },
-                ));
-            }
-        }
-        // The selective axis's estimator substitutions: AURC and E-AURC for AUGRC, where the records
-        // carry them (the selective analyses attach all three, see `crate::selective_axis`).
-        if let Some(selective) = &options.axes.selective_metric {
-            for metric in crate::selective_axis::SUBSTITUTE_METRICS {
-                if metric != selective && input.metrics.iter().any(|m| m == metric) {
-                    candidates.push((
-                        format!("selective={metric}"),
-                        AxisConfig { selective_metric: Some(metric.to_string()), ..options.axes.clone() },
-                    ));
-                }
-            }
-        }
-        for (estimator, axes) in candidates {
-            let result = primary.as_ref().map_err(|e| e.to_string()).and_then(|primary| {
-                let (_, _, subst) = plan_profiles(&table, means, &axes).map_err(|e| e.to_string())?;
-                let b = panel_crs_of(&subst, &panel_config).map_err(|e| e.to_string())?;
-                compare_rankings(primary, &b).map_err(|e| e.to_string())
-            });
-            substitutions.push(match result {
-                Ok(c) => Substitution { estimator, comparison: Some(c), skipped: None },
-                Err(reason) => Substitution { estimator, comparison: None, skipped: Some(reason) },
-            });
-        }
-
-        // Axis correlations.
-        let mut correlations = Vec::new();
-        let axes = axes_of(options.axes.n_axes());
-        for (i, &a) in axes.iter().enumerate() {
-            for &b in &axes[i + 1..] {
-                let enc: Vec<_> = profiles.iter().map(|p| (p.get(a), p.get(b))).collect();
-                correlations.push(correlation("encoder", a.name(), b.name(), &enc));
-                let cell: Vec<_> = cells
-                    .iter()
-                    .map(|c| {
-                        (c.values.axis(a, options.axes.robustness), c.values.axis(b, options.axes.robustness))
-                    })
-                    .collect();
-                correlations.push(correlation("cell", a.name(), b.name(), &cell));
-            }
-        }
-        let le: Vec<Option<f64>> = profiles.iter().map(|p| p.get(Axis::LabelEfficiency)).collect();
-        let full: Vec<Option<f64>> = profiles.iter().map(|p| p.get(Axis::Discrimination)).collect();
-        let zip = |x: &[Option<f64>], y: &[Option<f64>]| -> Vec<(Option<f64>, Option<f64>)> {
-            x.iter().copied().zip(y.iter().copied()).collect()
-        };
-        correlations.push(correlation("encoder", "label_efficiency", "aulc", &zip(&le, &aulc)));
-        correlations.push(correlation("encoder", "aulc", "full_label_discrimination", &zip(&aulc, &full)));
-
-        // Per-domain CRS.
-        let mut by_domain: BTreeMap<&str, Vec<Profile>> = BTreeMap::new();
-        for cell in &cells {
-            let values = axes.iter().map(|&a| cell.values.axis(a, options.axes.robustness)).collect();
-            by_domain
-                .entry(&cell.dataset)
-                .or_default()
-                .push(Profile::with_values(cell.encoder.clone(), values));
-        }
-        let mut per_domain = Vec::new();
-        for (dataset, domain_profiles) in by_domain {
-            let complete: Vec<Profile> =
-                domain_profiles.into_iter().filter(|p| p.require_complete().is_ok()).collect();
-            let config = ReferenceConfig { domain: Some(dataset.to_string()), ..panel_config.clone() };
-            if complete.len() < 2 {
-                notes.push(format!("per-domain CRS of {dataset} skipped: fewer than 2 complete encoders"));
-                continue;
-            }
-            match panel_crs_of(&complete, &config) {
-                Ok(scores) => {
-                    let values: Vec<f64> = scores.iter().map(|s| s.1).collect();
-                    let ranks = ordinal_ranks(&values);
-                    per_domain.push(DomainCrs {
-                        dataset: dataset.to_string(),
-                        scores: scores.into_iter().zip(ranks).map(|((e, c), r)| (e, c, r)).collect(),
-                    });
-                }
-                Err(e) => notes.push(format!("per-domain CRS of {dataset} skipped: {e}")),
-            }
-        }
-
-        // Stability.
-        let stability_report = match options.stability_seed {
-            Some(seed) => match EvaluationOptions::stability_for_panel(seed, profiles.len()) {
-                Some(config) => Some(stability(&profiles, &panel_config, &config)?),
-                None => {
-                    notes.push("stability analyses skipped: they need at least 3 encoders".into());
-                    None
-                }
-            },
-            None => None,
+            None => (None, "none", options.weights, PanelAnalyses::default()),
         };
 
         let encoder_analyses = encoder_analyses(
             &metric_rows,
-            &per_domain,
+            &analyses.per_domain,
             options.axes.regime,
             &options.axes.discrimination_metric,
             &options.axes.calibration_metric,
@@ -866,18 +546,22 @@ impl Evaluation {
             means,
             &options.axes,
             &input.regimes,
-            &cells,
-            &per_domain,
-            &crs,
+            &analyses.cells,
+            &analyses.per_domain,
+            &analyses.crs,
             &mut transfer_notes,
         );
         let transfer_prediction =
-            transfer_prediction(&estimates, set, &targets, &outcome_metrics(&options.axes), transfer_notes);
-        let reference_json =
-            serde_json::from_str(&reference.to_json()).map_err(|e| CrsError::InvalidParameter {
-                name: "reference",
-                message: format!("reference JSON did not round-trip: {e}"),
-            })?;
+            transfer_prediction(&estimates, &fits, &targets, &outcome_metrics(&options.axes), transfer_notes);
+        let reference_json = match &reference {
+            Some(reference) => {
+                serde_json::from_str(&reference.to_json()).map_err(|e| CrsError::InvalidParameter {
+                    name: "reference",
+                    message: format!("reference JSON did not round-trip: {e}"),
+                })?
+            }
+            None => serde_json::Value::Null,
+        };
         Ok(Evaluation {
             format: EVALUATION_FORMAT,
             version: EVALUATION_VERSION,
@@ -888,19 +572,19 @@ impl Evaluation {
             axis_weights: weights.axis.as_slice().to_vec(),
             reference_origin: origin,
             reference: reference_json,
-            reference_used: Some(reference),
-            crs_not_computed: None,
+            reference_used: reference,
+            crs_not_computed,
             metric_rows,
-            cells,
-            profiles: encoder_profiles,
-            crs,
-            bootstrap,
-            rank_comparisons,
-            regime_comparisons,
-            substitutions,
-            correlations,
-            per_domain,
-            stability: stability_report,
+            cells: analyses.cells,
+            profiles: analyses.profiles,
+            crs: analyses.crs,
+            bootstrap: analyses.bootstrap,
+            rank_comparisons: analyses.rank_comparisons,
+            regime_comparisons: analyses.regime_comparisons,
+            substitutions: analyses.substitutions,
+            correlations: analyses.correlations,
+            per_domain: analyses.per_domain,
+            stability: analyses.stability,
             encoder_analyses,
             calibration_stability,
             focus: None,
@@ -929,7 +613,8 @@ impl Evaluation {
 mod tests {
     use super::*;
     use crate::calibration_stability::StabilityAxis;
-    use crate::run_record::RunRecord;
+    use crate::run_record::{Condition, Regime, RunRecord};
+    use std::collections::BTreeMap;
 
     fn rec(
         enc: &str,

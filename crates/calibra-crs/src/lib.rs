@@ -31,12 +31,20 @@ pub mod stability;
 pub mod axes;
 pub mod bootstrap;
 // One evaluation of a run set (helper eval).
+mod axis_correlation;
+mod encoder_crs;
+mod encoder_profile;
 pub mod evaluation;
 pub mod evaluation_file;
+mod input_summary;
+mod metric_row_record;
 pub mod metric_rows;
+mod panel_profiles;
+mod per_domain;
 pub mod rank_compare;
 pub mod regime_comparison;
 pub mod run_record;
+mod substitution;
 // FOCUS additions and encoder analyses (helper focus).
 pub mod adaptation_deltas;
 pub mod encoder_analyses;

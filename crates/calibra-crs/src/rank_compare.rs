@@ -57,6 +57,18 @@ pub struct RankComparison {
     pub moves: Vec<RankMove>,
 }
 
+/// A rank comparison with what it compares.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedComparison {
+    /// e.g. `auroc_vs_crs`, `frozen_vs_lora_discrimination`.
+    pub name: String,
+    /// Ordering A (e.g. `clean macro_auroc (frozen)`).
+    pub a: String,
+    /// Ordering B.
+    pub b: String,
+    pub comparison: RankComparison,
+}
+
 /// Number of tied pairs: Σ over groups of equal scores of `t(t−1)/2`.
 pub fn tied_pairs(scores: &[f64]) -> usize {
     let mut sorted = scores.to_vec();

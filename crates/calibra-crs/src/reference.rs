@@ -632,3 +632,12 @@ struct ReferenceFile {
     component_weights: ComponentWeights,
     panel: Vec<PanelEntry>,
 }
+
+/// `(encoder, CRS)` of complete profiles against a reference built on them with `config`.
+pub(crate) fn panel_crs(
+    profiles: &[Profile],
+    config: &ReferenceConfig,
+) -> Result<Vec<(String, f64)>, CrsError> {
+    let reference = Reference::build(profiles, config.clone())?;
+    Ok(reference.panel_scores().into_iter().map(|s| (s.encoder, s.components.crs)).collect())
+}

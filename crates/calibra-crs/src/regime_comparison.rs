@@ -24,9 +24,8 @@ use serde::Serialize;
 use crate::axes::{AxisConfig, AxisPlan, CellAxes};
 use crate::calibration_stability::split_template;
 use crate::error::CrsError;
-use crate::evaluation::NamedComparison;
 use crate::metric_rows::SeedTable;
-use crate::rank_compare::compare_rankings;
+use crate::rank_compare::{NamedComparison, compare_rankings};
 use crate::run_record::Regime;
 
 /// One encoder's matched-cell values in the axis regime (`base`) and the adapted method.
