@@ -53,6 +53,7 @@ pub mod focus_error;
 pub mod group_columns;
 pub mod multiple_testing;
 mod predictions_cache;
+mod run_label;
 pub mod sample_metrics;
 pub mod subgroup_gaps;
 // Calibration stability across seeds and prompt templates (helper stability).
