@@ -288,11 +288,7 @@ fn estimator_order(name: &str) -> (usize, String) {
 }
 
 /// Distinct fits (encoder, dataset, probe, label fraction, seed) of `regime` over `probes`.
-fn fit_index(
-    fits: &RunRecordSet,
-    regime: Regime,
-    probes: &[String],
-) -> BTreeSet<(String, String, String, u64, u64)> {
+fn fit_index(fits: &RunRecordSet, regime: Regime, probes: &[String]) -> BTreeSet<Fit> {
     fits.records()
         .iter()
         .map(|l| &l.record)
@@ -363,12 +359,7 @@ pub fn transfer_prediction(
         return None;
     }
     let scores = read_scores(estimates, &mut notes);
-    let mut keys: Vec<&(String, u64)> = scores.keys().collect();
-    keys.sort_by(|a, b| {
-        estimator_order(&a.0)
-            .cmp(&estimator_order(&b.0))
-            .then(f64::from_bits(a.1).total_cmp(&f64::from_bits(b.1)))
-    });
+    let keys = ordered_keys(&scores);
     let mut estimators: Vec<String> = Vec::new();
     for (name, _) in &keys {
         if !estimators.contains(name) {
@@ -386,133 +377,9 @@ pub fn transfer_prediction(
         );
     }
     let mut rows = Vec::new();
-    // (scope kind, target, outcome, reason) → skipped estimator/layer pairs.
-    let mut skipped: BTreeMap<(String, String, Outcome, &'static str), usize> = BTreeMap::new();
+    let mut skipped = Skipped::new();
     for target in targets {
-        let regime = target.regime;
-        let fit_set = fit_index(fits, regime, &target.probes);
-        let tlabel = target_label(regime, &target.method);
-        for (&outcome, actual) in &target.cells {
-            let scale = outcome.regret_scale();
-            let sign = if outcome == Outcome::CalibrationError { -1.0 } else { 1.0 };
-            let datasets: BTreeSet<&String> = actual.keys().map(|(_, d)| d).collect();
-            for key in &keys {
-                let est = &scores[*key];
-                let layer = f64::from_bits(key.1);
-                // (scope, its datasets, (encoder, score, oriented outcome) in encoder order).
-                let mut scoped: Vec<(String, Vec<String>, Vec<Pair>)> = Vec::new();
-                for &d in &datasets {
-                    let pairs: Vec<(String, f64, f64)> = actual
-                        .iter()
-                        .filter(|((_, ds), _)| ds == d)
-                        .filter_map(|((e, ds), &v)| Some((e.clone(), *est.get(&(e.clone(), ds.clone()))?, v)))
-                        .collect();
-                    scoped.push((d.clone(), vec![d.clone()], pairs));
-                }
-                // Overall: the datasets every compared encoder has.
-                let overall_actual = target.overall.get(&outcome);
-                let mut per_encoder: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
-                for (e, d) in est.keys() {
-                    let has = match overall_actual {
-                        Some(o) => o.contains_key(e),
-                        None => actual.contains_key(&(e.clone(), d.clone())),
-                    };
-                    if has {
-                        per_encoder.entry(e).or_default().insert(d);
-                    }
-                }
-                let common: Option<BTreeSet<&String>> =
-                    per_encoder.values().cloned().reduce(|a, b| a.intersection(&b).copied().collect());
-                match common {
-                    Some(common) if !common.is_empty() => {
-                        let n = common.len() as f64;
-                        let pairs: Vec<(String, f64, f64)> = per_encoder
-                            .keys()
-                            .map(|&e| {
-                                let s = common.iter().map(|&d| est[&(e.clone(), d.clone())]).sum::<f64>() / n;
-                                let v = match overall_actual {
-                                    Some(o) => o[e],
-                                    None => {
-                                        common.iter().map(|&d| actual[&(e.clone(), d.clone())]).sum::<f64>()
-                                            / n
-                                    }
-                                };
-                                (e.clone(), s, v)
-                            })
-                            .collect();
-                        scoped.push((OVERALL.to_string(), common.into_iter().cloned().collect(), pairs));
-                    }
-                    Some(_) => {
-                        *skipped
-                            .entry((
-                                OVERALL.into(),
-                                tlabel.clone(),
-                                outcome,
-                                "no dataset that every compared encoder has",
-                            ))
-                            .or_default() += 1;
-                    }
-                    None => {}
-                }
-                for (scope, row_datasets, pairs) in scoped {
-                    if pairs.len() < 2 {
-                        let kind =
-                            if scope == OVERALL { OVERALL.to_string() } else { format!("dataset {scope}") };
-                        *skipped
-                            .entry((
-                                kind,
-                                tlabel.clone(),
-                                outcome,
-                                "fewer than 2 encoders with both a score and an outcome",
-                            ))
-                            .or_default() += 1;
-                        continue;
-                    }
-                    let c = compare(&pairs, scale);
-                    let encoders: BTreeSet<&String> = pairs.iter().map(|p| &p.0).collect();
-                    let in_scope = |f: &&(String, String, String, u64, u64)| {
-                        encoders.contains(&f.0) && row_datasets.contains(&f.1)
-                    };
-                    let n_fits = fit_set.iter().filter(in_scope).count();
-                    let (fits_saved, fraction) = if c.regret.is_some() {
-                        let saved =
-                            fit_set.iter().filter(in_scope).filter(|f| !c.shortlist.contains(&f.0)).count();
-                        (Some(saved), (n_fits > 0).then(|| saved as f64 / n_fits as f64))
-                    } else {
-                        (None, None)
-                    };
-                    let note = (pairs.len() < SHORTLIST).then(|| {
-                        format!(
-                            "{} encoders: no top-{SHORTLIST} shortlist, so no regret or fits saved",
-                            pairs.len()
-                        )
-                    });
-                    rows.push(PredictionRow {
-                        scope,
-                        datasets: row_datasets,
-                        estimator: key.0.clone(),
-                        layer,
-                        regime,
-                        method: target.method.clone(),
-                        outcome,
-                        metric: metrics.of(outcome),
-                        encoders: pairs.iter().map(|p| p.0.clone()).collect(),
-                        scores: pairs.iter().map(|p| p.1).collect(),
-                        outcomes: pairs.iter().map(|p| sign * p.2).collect(),
-                        kendall_tau_b: c.tau_b,
-                        spearman_rho: c.rho,
-                        weighted_tau: c.weighted,
-                        shortlist: c.shortlist,
-                        regret: c.regret,
-                        regret_unit: if outcome == Outcome::Crs { "crs" } else { "points" },
-                        fits: n_fits,
-                        fits_saved,
-                        fits_saved_fraction: fraction,
-                        note,
-                    });
-                }
-            }
-        }
+        rows.extend(target_rows(target, &keys, &scores, fits, metrics, &mut skipped));
     }
     for ((scope, target, outcome, reason), n) in skipped {
         notes.push(format!(
@@ -520,7 +387,214 @@ pub fn transfer_prediction(
             outcome.name()
         ));
     }
-    // Rows: targets in the given order, then outcome, estimator, layer, scope (datasets, then overall).
+    sort_rows(&mut rows, targets);
+    let summaries = estimator_summaries(&rows);
+    let verdicts = target_verdicts(targets, &rows, metrics);
+    let headlines = headlines(targets, &rows, metrics);
+    Some(TransferPrediction {
+        estimate_records: estimates.len(),
+        estimators,
+        layers,
+        targets: targets.iter().map(|t| target_label(t.regime, &t.method)).collect(),
+        rule: format!(
+            "an estimator predicts an outcome when its per-dataset Kendall τ-b is ≥ {PREDICTS_TAU_B} in at least \
+             half of the datasets where it is defined; the best estimator is the one of highest mean per-dataset \
+             τ-b (among those that predict, if any)"
+        ),
+        rows,
+        summaries,
+        verdicts,
+        headlines,
+        notes,
+    })
+}
+
+/// (scope kind, target, outcome, reason) → skipped estimator/layer pairs.
+type Skipped = BTreeMap<(String, String, Outcome, &'static str), usize>;
+
+/// A fit: (encoder, dataset, probe, label fraction bits, seed).
+type Fit = (String, String, String, u64, u64);
+
+/// The estimator/layer keys of `scores`, in estimator order then by layer.
+fn ordered_keys(scores: &Scores) -> Vec<&(String, u64)> {
+    let mut keys: Vec<&(String, u64)> = scores.keys().collect();
+    keys.sort_by(|a, b| {
+        estimator_order(&a.0)
+            .cmp(&estimator_order(&b.0))
+            .then(f64::from_bits(a.1).total_cmp(&f64::from_bits(b.1)))
+    });
+    keys
+}
+
+/// One compared set: its scope (a dataset or [`OVERALL`]), the datasets it covers, and (encoder,
+/// score, oriented outcome) in encoder order.
+struct Scoped {
+    scope: String,
+    datasets: Vec<String>,
+    pairs: Vec<Pair>,
+}
+
+/// The rows of one target: every outcome × estimator/layer × scope with at least 2 encoders (the others
+/// are counted in `skipped`).
+fn target_rows(
+    target: &TargetValues,
+    keys: &[&(String, u64)],
+    scores: &Scores,
+    fits: &RunRecordSet,
+    metrics: &OutcomeMetrics,
+    skipped: &mut Skipped,
+) -> Vec<PredictionRow> {
+    let fit_set = fit_index(fits, target.regime, &target.probes);
+    let tlabel = target_label(target.regime, &target.method);
+    let mut rows = Vec::new();
+    for (&outcome, actual) in &target.cells {
+        for key in keys {
+            let est = &scores[*key];
+            for scoped in scoped_pairs(target, outcome, actual, est, &tlabel, skipped) {
+                if scoped.pairs.len() < 2 {
+                    let kind = if scoped.scope == OVERALL {
+                        OVERALL.to_string()
+                    } else {
+                        format!("dataset {}", scoped.scope)
+                    };
+                    *skipped
+                        .entry((
+                            kind,
+                            tlabel.clone(),
+                            outcome,
+                            "fewer than 2 encoders with both a score and an outcome",
+                        ))
+                        .or_default() += 1;
+                    continue;
+                }
+                rows.push(prediction_row(target, outcome, key, scoped, &fit_set, metrics));
+            }
+        }
+    }
+    rows
+}
+
+/// The compared sets of one estimator/layer (`est`: its score per cell) for one outcome of a target
+/// (`actual`: the outcome per cell): one per dataset, then the overall set over the datasets every
+/// compared encoder has (counted in `skipped` when there is none).
+fn scoped_pairs(
+    target: &TargetValues,
+    outcome: Outcome,
+    actual: &BTreeMap<Cell, f64>,
+    est: &BTreeMap<Cell, f64>,
+    tlabel: &str,
+    skipped: &mut Skipped,
+) -> Vec<Scoped> {
+    let datasets: BTreeSet<&String> = actual.keys().map(|(_, d)| d).collect();
+    let mut scoped: Vec<Scoped> = Vec::new();
+    for &d in &datasets {
+        let pairs: Vec<(String, f64, f64)> = actual
+            .iter()
+            .filter(|((_, ds), _)| ds == d)
+            .filter_map(|((e, ds), &v)| Some((e.clone(), *est.get(&(e.clone(), ds.clone()))?, v)))
+            .collect();
+        scoped.push(Scoped { scope: d.clone(), datasets: vec![d.clone()], pairs });
+    }
+    // Overall: the datasets every compared encoder has.
+    let overall_actual = target.overall.get(&outcome);
+    let mut per_encoder: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
+    for (e, d) in est.keys() {
+        let has = match overall_actual {
+            Some(o) => o.contains_key(e),
+            None => actual.contains_key(&(e.clone(), d.clone())),
+        };
+        if has {
+            per_encoder.entry(e).or_default().insert(d);
+        }
+    }
+    let common: Option<BTreeSet<&String>> =
+        per_encoder.values().cloned().reduce(|a, b| a.intersection(&b).copied().collect());
+    match common {
+        Some(common) if !common.is_empty() => {
+            let n = common.len() as f64;
+            let pairs: Vec<(String, f64, f64)> = per_encoder
+                .keys()
+                .map(|&e| {
+                    let s = common.iter().map(|&d| est[&(e.clone(), d.clone())]).sum::<f64>() / n;
+                    let v = match overall_actual {
+                        Some(o) => o[e],
+                        None => common.iter().map(|&d| actual[&(e.clone(), d.clone())]).sum::<f64>() / n,
+                    };
+                    (e.clone(), s, v)
+                })
+                .collect();
+            scoped.push(Scoped {
+                scope: OVERALL.to_string(),
+                datasets: common.into_iter().cloned().collect(),
+                pairs,
+            });
+        }
+        Some(_) => {
+            *skipped
+                .entry((
+                    OVERALL.into(),
+                    tlabel.to_string(),
+                    outcome,
+                    "no dataset that every compared encoder has",
+                ))
+                .or_default() += 1;
+        }
+        None => {}
+    }
+    scoped
+}
+
+/// The row of one compared set (at least 2 encoders), with the fits its shortlist saves.
+fn prediction_row(
+    target: &TargetValues,
+    outcome: Outcome,
+    key: &(String, u64),
+    scoped: Scoped,
+    fit_set: &BTreeSet<Fit>,
+    metrics: &OutcomeMetrics,
+) -> PredictionRow {
+    let Scoped { scope, datasets: row_datasets, pairs } = scoped;
+    let sign = if outcome == Outcome::CalibrationError { -1.0 } else { 1.0 };
+    let c = compare(&pairs, outcome.regret_scale());
+    let encoders: BTreeSet<&String> = pairs.iter().map(|p| &p.0).collect();
+    let in_scope = |f: &&Fit| encoders.contains(&f.0) && row_datasets.contains(&f.1);
+    let n_fits = fit_set.iter().filter(in_scope).count();
+    let (fits_saved, fraction) = if c.regret.is_some() {
+        let saved = fit_set.iter().filter(in_scope).filter(|f| !c.shortlist.contains(&f.0)).count();
+        (Some(saved), (n_fits > 0).then(|| saved as f64 / n_fits as f64))
+    } else {
+        (None, None)
+    };
+    let note = (pairs.len() < SHORTLIST).then(|| {
+        format!("{} encoders: no top-{SHORTLIST} shortlist, so no regret or fits saved", pairs.len())
+    });
+    PredictionRow {
+        scope,
+        datasets: row_datasets,
+        estimator: key.0.clone(),
+        layer: f64::from_bits(key.1),
+        regime: target.regime,
+        method: target.method.clone(),
+        outcome,
+        metric: metrics.of(outcome),
+        encoders: pairs.iter().map(|p| p.0.clone()).collect(),
+        scores: pairs.iter().map(|p| p.1).collect(),
+        outcomes: pairs.iter().map(|p| sign * p.2).collect(),
+        kendall_tau_b: c.tau_b,
+        spearman_rho: c.rho,
+        weighted_tau: c.weighted,
+        shortlist: c.shortlist,
+        regret: c.regret,
+        regret_unit: if outcome == Outcome::Crs { "crs" } else { "points" },
+        fits: n_fits,
+        fits_saved,
+        fits_saved_fraction: fraction,
+        note,
+    }
+}
+
+/// Rows: targets in the given order, then outcome, estimator, layer, scope (datasets, then overall).
+fn sort_rows(rows: &mut [PredictionRow], targets: &[TargetValues]) {
     let target_pos = |r: &PredictionRow| {
         targets.iter().position(|t| t.regime == r.regime && t.method == r.method).unwrap_or(usize::MAX)
     };
@@ -533,6 +607,10 @@ pub fn transfer_prediction(
             .then((a.scope == OVERALL).cmp(&(b.scope == OVERALL)))
             .then(a.scope.cmp(&b.scope))
     });
+}
+
+/// Per (target, outcome, estimator, layer): the mean per-dataset τ-b and whether the estimator predicts.
+fn estimator_summaries(rows: &[PredictionRow]) -> Vec<EstimatorSummary> {
     let mut summaries: Vec<EstimatorSummary> = Vec::new();
     for r in rows.iter().filter(|r| r.scope != OVERALL) {
         let found = summaries.iter_mut().find(|s| {
@@ -570,6 +648,15 @@ pub fn transfer_prediction(
         s.mean_tau_b = s.mean_tau_b.map(|sum| sum / s.datasets as f64);
         s.predicts = s.datasets > 0 && 2 * s.datasets_meeting >= s.datasets;
     }
+    summaries
+}
+
+/// The verdict of every target and outcome, in target order.
+fn target_verdicts(
+    targets: &[TargetValues],
+    rows: &[PredictionRow],
+    metrics: &OutcomeMetrics,
+) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
     for target in targets {
         let regime = target.regime;
@@ -581,6 +668,11 @@ pub fn transfer_prediction(
             verdicts.push(verdict(outcome, Some((regime, target.method.as_str())), &of_target, metrics));
         }
     }
+    verdicts
+}
+
+/// The verdict of every outcome some target has, over every target's rows.
+fn headlines(targets: &[TargetValues], rows: &[PredictionRow], metrics: &OutcomeMetrics) -> Vec<Verdict> {
     let mut headlines = Vec::new();
     for outcome in [Outcome::Discrimination, Outcome::CalibrationError, Outcome::Crs] {
         let of_outcome: Vec<&PredictionRow> = rows.iter().filter(|r| r.outcome == outcome).collect();
@@ -588,22 +680,7 @@ pub fn transfer_prediction(
             headlines.push(verdict(outcome, None, &of_outcome, metrics));
         }
     }
-    Some(TransferPrediction {
-        estimate_records: estimates.len(),
-        estimators,
-        layers,
-        targets: targets.iter().map(|t| target_label(t.regime, &t.method)).collect(),
-        rule: format!(
-            "an estimator predicts an outcome when its per-dataset Kendall τ-b is ≥ {PREDICTS_TAU_B} in at least \
-             half of the datasets where it is defined; the best estimator is the one of highest mean per-dataset \
-             τ-b (among those that predict, if any)"
-        ),
-        rows,
-        summaries,
-        verdicts,
-        headlines,
-        notes,
-    })
+    headlines
 }
 
 /// What an outcome is called in a verdict sentence.
@@ -713,8 +790,8 @@ pub(crate) fn prediction_targets(
     axes: &crate::axes::AxisConfig,
     regimes: &[Regime],
     axis_cells: &[crate::axes::CellAxes],
-    per_domain: &[crate::evaluation::DomainCrs],
-    crs: &[crate::evaluation::EncoderCrs],
+    per_domain: &[crate::per_domain::DomainCrs],
+    crs: &[crate::encoder_crs::EncoderCrs],
     notes: &mut Vec<String>,
 ) -> Vec<TargetValues> {
     let mut out = Vec::new();
