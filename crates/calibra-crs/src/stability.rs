@@ -340,10 +340,29 @@ pub fn stability(
     stability: &StabilityConfig,
 ) -> Result<StabilityReport, CrsError> {
     let full = Reference::build(panel, config.clone())?;
-    let n = panel.len();
     let full_crs: Vec<f64> = full.panel_scores().iter().map(|s| s.components.crs).collect();
+    check_design(panel.len(), stability)?;
     let k = stability.top_k;
-    if k == 0 {
+    let (leave_one_out, leave_one_out_agreement) = leave_one_out(panel, config, &full_crs, k)?;
+    let subpanels = random_subpanels(panel, config, &full_crs, stability)?;
+    let insertion = insertion(panel, config, stability)?;
+    let axis_weights = axis_weight_agreement(&full, stability)?;
+    let component_weights = component_weight_agreement(&full, stability)?;
+    Ok(StabilityReport {
+        config: stability.clone(),
+        full_panel: panel.iter().map(|p| p.encoder.clone()).zip(full_crs.iter().copied()).collect(),
+        leave_one_out,
+        leave_one_out_agreement,
+        subpanels,
+        insertion,
+        axis_weights,
+        component_weights,
+    })
+}
+
+/// A design that a panel of `n` encoders allows (see [`stability`]'s errors).
+fn check_design(n: usize, stability: &StabilityConfig) -> Result<(), CrsError> {
+    if stability.top_k == 0 {
         return Err(CrsError::InvalidParameter { name: "top_k", message: "0; need k ≥ 1".into() });
     }
     for &size in &stability.subpanel_sizes {
@@ -369,8 +388,17 @@ pub fn stability(
             message: format!("{m} newcomers from a panel of {n}; need ≥ 1 newcomer and ≥ 2 base encoders"),
         });
     }
+    Ok(())
+}
 
-    // Leave one encoder out.
+/// Leave one encoder out: each removal's agreement with the full ranking, and their summary.
+fn leave_one_out(
+    panel: &[Profile],
+    config: &ReferenceConfig,
+    full_crs: &[f64],
+    k: usize,
+) -> Result<(Vec<LeaveOneOut>, Agreement), CrsError> {
+    let n = panel.len();
     let mut leave_one_out = Vec::with_capacity(n);
     let mut loo = AgreementAccumulator::default();
     for removed in 0..n {
@@ -378,7 +406,7 @@ pub fn stability(
         if members.len() < 2 {
             break;
         }
-        match subpanel_agreement(panel, config, &full_crs, &members, k)? {
+        match subpanel_agreement(panel, config, full_crs, &members, k)? {
             Some(a) => {
                 leave_one_out.push(LeaveOneOut {
                     removed: panel[removed].encoder.clone(),
@@ -390,29 +418,45 @@ pub fn stability(
             None => loo.skipped += 1,
         }
     }
+    Ok((leave_one_out, loo.finish()))
+}
 
-    // Random sub-panels.
+/// Random sub-panels of each configured size.
+fn random_subpanels(
+    panel: &[Profile],
+    config: &ReferenceConfig,
+    full_crs: &[f64],
+    stability: &StabilityConfig,
+) -> Result<Vec<SubpanelAgreement>, CrsError> {
     let mut rng_sub = rng(stability.seed, STREAM_SUBPANELS);
     let mut subpanels = Vec::with_capacity(stability.subpanel_sizes.len());
     for &size in &stability.subpanel_sizes {
         let mut acc = AgreementAccumulator::default();
         for _ in 0..stability.subpanels_per_size {
-            let mut members = rand::seq::index::sample(&mut rng_sub, n, size).into_vec();
+            let mut members = rand::seq::index::sample(&mut rng_sub, panel.len(), size).into_vec();
             members.sort_unstable();
-            match subpanel_agreement(panel, config, &full_crs, &members, k)? {
+            match subpanel_agreement(panel, config, full_crs, &members, stability.top_k)? {
                 Some(a) => acc.push(a),
                 None => acc.skipped += 1,
             }
         }
         subpanels.push(SubpanelAgreement { size, agreement: acc.finish() });
     }
+    Ok(subpanels)
+}
 
-    // Insertion trials.
+/// Insertion trials: how far the base encoders' CRS moves under a fixed reference and a re-anchored one.
+fn insertion(
+    panel: &[Profile],
+    config: &ReferenceConfig,
+    stability: &StabilityConfig,
+) -> Result<Insertion, CrsError> {
+    let m = stability.inserted_per_trial;
     let mut rng_ins = rng(stability.seed, STREAM_INSERTION);
     let (mut fixed, mut cohort, mut cohort_taus) = (Vec::new(), Vec::new(), Vec::new());
     let (mut trials, mut skipped) = (0, 0);
     for _ in 0..stability.insertion_trials {
-        let newcomers = rand::seq::index::sample(&mut rng_ins, n, m).into_vec();
+        let newcomers = rand::seq::index::sample(&mut rng_ins, panel.len(), m).into_vec();
         let Some(trial) = insertion_trial(panel, config, &newcomers)? else {
             skipped += 1;
             continue;
@@ -425,7 +469,7 @@ pub fn stability(
         cohort.extend(moved(&trial.cohort_after));
         cohort_taus.push(kendall_tau_b(&trial.before, &trial.cohort_after));
     }
-    let insertion = Insertion {
+    Ok(Insertion {
         trials,
         insertions: trials * m,
         skipped_degenerate: skipped,
@@ -436,9 +480,11 @@ pub fn stability(
         } else {
             cohort_taus.iter().sum::<f64>() / cohort_taus.len() as f64
         },
-    };
+    })
+}
 
-    // Weight perturbations on the full panel (anchors and peers unchanged).
+/// Axis-weight perturbations on the full panel (anchors and peers unchanged).
+fn axis_weight_agreement(full: &Reference, stability: &StabilityConfig) -> Result<Agreement, CrsError> {
     let base_weights = *full.weights();
     let mut rng_axis = rng(stability.seed, STREAM_AXIS_WEIGHTS);
     let mut axis_acc = AgreementAccumulator::default();
@@ -458,8 +504,14 @@ pub fn stability(
                 &[c * base[0], c * base[1], c * base[2], c * base[3], c * base[4]],
             ))?,
         };
-        axis_acc.push(weight_agreement(&full, ScoreWeights { axis, ..base_weights }, k));
+        axis_acc.push(weight_agreement(full, ScoreWeights { axis, ..base_weights }, stability.top_k));
     }
+    Ok(axis_acc.finish())
+}
+
+/// Component-weight perturbations on the full panel (anchors and peers unchanged).
+fn component_weight_agreement(full: &Reference, stability: &StabilityConfig) -> Result<Agreement, CrsError> {
+    let base_weights = *full.weights();
     let mut rng_comp = rng(stability.seed, STREAM_COMPONENT_WEIGHTS);
     let mut comp_acc = AgreementAccumulator::default();
     for _ in 0..stability.component_weight_draws {
@@ -469,19 +521,9 @@ pub fn stability(
             Some(c) => dirichlet(&mut rng_comp, &[c * base.dominance, c * base.ideal, c * base.worst]),
         };
         let component = ComponentWeights::new(d, s, w)?;
-        comp_acc.push(weight_agreement(&full, ScoreWeights { component, ..base_weights }, k));
+        comp_acc.push(weight_agreement(full, ScoreWeights { component, ..base_weights }, stability.top_k));
     }
-
-    Ok(StabilityReport {
-        config: stability.clone(),
-        full_panel: panel.iter().map(|p| p.encoder.clone()).zip(full_crs.iter().copied()).collect(),
-        leave_one_out,
-        leave_one_out_agreement: loo.finish(),
-        subpanels,
-        insertion,
-        axis_weights: axis_acc.finish(),
-        component_weights: comp_acc.finish(),
-    })
+    Ok(comp_acc.finish())
 }
 
 #[cfg(test)]
