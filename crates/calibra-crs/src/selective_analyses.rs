@@ -43,8 +43,8 @@ use calibra_predictions::{Predictions, Targets};
 use serde::Serialize;
 
 use crate::conformal_split::{ConformalHalves, split_seed};
-use crate::focus_analyses::{RunLabel, predictions_path};
 use crate::predictions_cache::PredictionsCache;
+use crate::run_label::{RunLabel, predictions_path};
 use crate::run_record::{Condition, LocatedRecord, Regime, RunRecordSet};
 use crate::selective_error::SelectiveError;
 
@@ -416,6 +416,88 @@ fn cell_key(r: &RunLabel) -> String {
     )
 }
 
+/// A run with its predictions.
+type RunPredictions<'a> = (&'a LocatedRecord, &'a Predictions);
+
+/// The runs of each fit, fits in record order of their first run.
+fn fits_of<'a>(
+    with_predictions: &[(&'a LocatedRecord, PathBuf)],
+    tables: &'a [std::sync::Arc<Predictions>],
+) -> Vec<Vec<RunPredictions<'a>>> {
+    let mut fit_order: Vec<FitKey> = Vec::new();
+    let mut fit_runs: HashMap<FitKey, Vec<usize>> = HashMap::new();
+    for (i, (r, _)) in with_predictions.iter().enumerate() {
+        let key = fit_key(r);
+        if !fit_runs.contains_key(&key) {
+            fit_order.push(key.clone());
+        }
+        fit_runs.entry(key).or_default().push(i);
+    }
+    fit_order
+        .iter()
+        .map(|key| fit_runs[key].iter().map(|&i| (with_predictions[i].0, tables[i].as_ref())).collect())
+        .collect()
+}
+
+/// The conformal coverage of every run of a fit with the fit's conformal sets; the number of runs with
+/// no row outside the calibration half.
+fn conformal_sets(
+    fitted: &Fitted,
+    halves: &ConformalHalves,
+    seed: u64,
+    members: &[RunPredictions],
+    conformal: &mut Vec<RunConformal>,
+) -> Result<usize, SelectiveError> {
+    let quantiles = fitted.quantiles();
+    let mut no_rows = 0;
+    for &(r, p) in members {
+        match evaluate_conformal(fitted, r, p, halves, seed)? {
+            Some((cov, excluded)) => conformal.push(RunConformal {
+                run: RunLabel::of(r),
+                calibration_samples: halves.calibration.len(),
+                quantiles: quantiles.clone(),
+                samples: cov.n,
+                excluded,
+                coverage: cov.coverage,
+                mean_set_size: cov.mean_set_size,
+                empty_fraction: cov.empty_fraction,
+            }),
+            None => no_rows += 1,
+        }
+    }
+    Ok(no_rows)
+}
+
+/// Shift detection of every shift run of a fit against the fit's clean predictions.
+fn shift_detections(
+    clean_p: &Predictions,
+    members: &[RunPredictions],
+) -> Result<Vec<RunShiftDetection>, SelectiveError> {
+    let clean_conf = confidences(clean_p);
+    let mut shift = Vec::new();
+    for &(r, p) in members {
+        if !matches!(r.record.condition, Condition::Shift { .. }) {
+            continue;
+        }
+        let shifted = confidences(p);
+        let mut detections = Vec::new();
+        for (a, b) in clean_conf.iter().zip(&shifted) {
+            detections.push(shift_detection(a, b).map_err(|e| SelectiveError::Metric {
+                record: r.location.to_string(),
+                message: format!("shift detection: {e}"),
+            })?);
+        }
+        shift.push(RunShiftDetection {
+            run: RunLabel::of(r),
+            clean_samples: clean_p.len(),
+            shifted_samples: p.len(),
+            auroc: mean_defined(detections.iter().map(|d| d.auroc)),
+            fpr_at_95_tpr: mean_defined(detections.iter().map(|d| d.fpr_at_95_tpr)),
+        });
+    }
+    Ok(shift)
+}
+
 /// Runs the selective analyses (see the module documentation).
 ///
 /// # Errors
@@ -454,77 +536,26 @@ pub fn selective_analyses(
         tables.push(p);
     }
 
-    // Fits, in record order of their first run.
-    let mut fit_order: Vec<FitKey> = Vec::new();
-    let mut fit_runs: HashMap<FitKey, Vec<usize>> = HashMap::new();
-    for (i, (r, _)) in with_predictions.iter().enumerate() {
-        let key = fit_key(r);
-        if !fit_runs.contains_key(&key) {
-            fit_order.push(key.clone());
-        }
-        fit_runs.entry(key).or_default().push(i);
-    }
-
-    // 2–3. Conformal sets and shift detection per fit.
+    // 2–3. Conformal sets and shift detection per fit, in record order of their first run.
     let mut conformal = Vec::new();
     let mut shift = Vec::new();
     let mut no_clean = 0usize;
     let mut no_rows = 0usize;
-    for key in &fit_order {
-        let members = &fit_runs[key];
-        let Some(&c) = members.iter().find(|&&i| with_predictions[i].0.record.condition == Condition::Clean)
+    for members in fits_of(&with_predictions, &tables) {
+        let Some(&(clean_r, clean_p)) = members.iter().find(|(r, _)| r.record.condition == Condition::Clean)
         else {
             no_clean += 1;
             continue;
         };
-        let clean_r = with_predictions[c].0;
-        let clean_p = &tables[c];
         let clean_at = clean_r.location.to_string();
-        for &i in members {
-            check_same_task(clean_p, &tables[i], with_predictions[i].0, &clean_at)?;
+        for &(r, p) in &members {
+            check_same_task(clean_p, p, r, &clean_at)?;
         }
         let seed = split_seed(options.seed, clean_r.record.seed);
         let halves = ConformalHalves::split(clean_p.ids(), seed);
         let fitted = fit_conformal(clean_r, clean_p, &halves, options, seed)?;
-        let quantiles = fitted.quantiles();
-        for &i in members {
-            let (r, p) = (with_predictions[i].0, &tables[i]);
-            match evaluate_conformal(&fitted, r, p, &halves, seed)? {
-                Some((cov, excluded)) => conformal.push(RunConformal {
-                    run: RunLabel::of(r),
-                    calibration_samples: halves.calibration.len(),
-                    quantiles: quantiles.clone(),
-                    samples: cov.n,
-                    excluded,
-                    coverage: cov.coverage,
-                    mean_set_size: cov.mean_set_size,
-                    empty_fraction: cov.empty_fraction,
-                }),
-                None => no_rows += 1,
-            }
-        }
-        let clean_conf = confidences(clean_p);
-        for &i in members {
-            let r = with_predictions[i].0;
-            if !matches!(r.record.condition, Condition::Shift { .. }) {
-                continue;
-            }
-            let shifted = confidences(&tables[i]);
-            let mut detections = Vec::new();
-            for (a, b) in clean_conf.iter().zip(&shifted) {
-                detections.push(shift_detection(a, b).map_err(|e| SelectiveError::Metric {
-                    record: r.location.to_string(),
-                    message: format!("shift detection: {e}"),
-                })?);
-            }
-            shift.push(RunShiftDetection {
-                run: RunLabel::of(r),
-                clean_samples: clean_p.len(),
-                shifted_samples: tables[i].len(),
-                auroc: mean_defined(detections.iter().map(|d| d.auroc)),
-                fpr_at_95_tpr: mean_defined(detections.iter().map(|d| d.fpr_at_95_tpr)),
-            });
-        }
+        no_rows += conformal_sets(&fitted, &halves, seed, &members, &mut conformal)?;
+        shift.extend(shift_detections(clean_p, &members)?);
     }
     if no_clean > 0 {
         notes.push(format!(
