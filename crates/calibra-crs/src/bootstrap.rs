@@ -183,6 +183,55 @@ pub fn paired_seed_bootstrap(
     axes: &AxisConfig,
     config: &BootstrapConfig,
 ) -> Result<BootstrapResult, CrsError> {
+    let plan = bootstrap_plan(table, axes, config)?;
+    let n_seeds = table.seeds().len();
+    let mut point_means = Vec::new();
+    table.weighted_means_into(&vec![1; n_seeds], &mut point_means);
+    let point_profiles = plan.profiles(&point_means);
+    let complete = point_profiles.iter().map(Profile::require_complete).collect::<Result<Vec<_>, _>>()?;
+    let point = panel_crs(&complete, &config.weights)?;
+
+    // Replicate r's CRS is a function of its seed multiplicities only, and with few seeds many
+    // replicates draw the same multiplicities (5 seeds: at most 126 distinct draws). Each distinct draw
+    // is scored once, by the same `replicate_crs`, so every replicate's values are bit-identical to
+    // scoring it on its own; the reduction below runs in replicate order over the multiplicities.
+    let (distinct, multiplicity) = distinct_draws(config, n_seeds);
+    let slots = plan.metric_slots();
+    let scored: Vec<Option<Vec<f64>>> = distinct
+        .par_iter()
+        .map_init(Vec::new, |means, draw| {
+            // `replicate_crs` restricted to the slots the plan reads (the others are never read).
+            table.weighted_means_at_into(draw, &slots, means);
+            crs_of_means(&plan, means, &config.weights)
+        })
+        .collect();
+
+    // (CRS per encoder, multiplicity) of every scorable distinct draw, in first-replicate order.
+    let valid: Vec<(&[f64], usize)> =
+        scored.iter().zip(&multiplicity).filter_map(|(crs, &m)| Some((crs.as_deref()?, m))).collect();
+    let n_valid: usize = valid.iter().map(|v| v.1).sum();
+    if n_valid == 0 {
+        return Err(CrsError::InvalidParameter {
+            name: "bootstrap",
+            message: "no replicate could be scored (every draw left an encoder without an axis)".to_string(),
+        });
+    }
+    Ok(BootstrapResult {
+        replicates: config.replicates,
+        dropped_replicates: config.replicates - n_valid,
+        seed: config.seed,
+        level: config.level,
+        encoders: encoder_intervals(plan.encoders(), &point, &valid, n_valid, config.level),
+    })
+}
+
+/// The axis plan of a valid bootstrap request: replicates ≥ 1, a level in (0, 1), as many axis weights
+/// as axes and at least 2 encoders.
+fn bootstrap_plan(
+    table: &SeedTable,
+    axes: &AxisConfig,
+    config: &BootstrapConfig,
+) -> Result<AxisPlan, CrsError> {
     if config.replicates == 0 || !(config.level > 0.0 && config.level < 1.0) {
         return Err(CrsError::InvalidParameter {
             name: "bootstrap",
@@ -210,74 +259,60 @@ pub fn paired_seed_bootstrap(
             message: format!("the CRS panel needs at least 2 encoders, the run set has {n_encoders}"),
         });
     }
-    let n_seeds = table.seeds().len();
-    let mut point_means = Vec::new();
-    table.weighted_means_into(&vec![1; n_seeds], &mut point_means);
-    let point_profiles = plan.profiles(&point_means);
-    let complete = point_profiles.iter().map(Profile::require_complete).collect::<Result<Vec<_>, _>>()?;
-    let point = panel_crs(&complete, &config.weights)?;
+    Ok(plan)
+}
 
-    // Replicate r's CRS is a function of its seed multiplicities only, and with few seeds many
-    // replicates draw the same multiplicities (5 seeds: at most 126 distinct draws). Each distinct draw
-    // is scored once, by the same `replicate_crs`, so every replicate's values are bit-identical to
-    // scoring it on its own; the reduction below runs in replicate order over the multiplicities.
+/// Every replicate's seed multiplicities, deduplicated: the distinct draws in first-replicate order
+/// and how many replicates drew each.
+fn distinct_draws(config: &BootstrapConfig, n_seeds: usize) -> (Vec<Vec<u32>>, Vec<usize>) {
     let mut draws = vec![0u32; config.replicates * n_seeds];
     draws
         .par_chunks_mut(n_seeds.max(1))
         .enumerate()
         .for_each(|(r, draw)| replicate_weights_into(config.seed, r as u64, draw));
     let mut distinct_index: HashMap<&[u32], usize> = HashMap::new();
-    let mut distinct: Vec<&[u32]> = Vec::new();
+    let mut distinct: Vec<Vec<u32>> = Vec::new();
     let mut multiplicity: Vec<usize> = Vec::new();
     for draw in draws.chunks(n_seeds.max(1)) {
         let d = *distinct_index.entry(draw).or_insert_with(|| {
-            distinct.push(draw);
+            distinct.push(draw.to_vec());
             multiplicity.push(0);
             distinct.len() - 1
         });
         multiplicity[d] += 1;
     }
-    let slots = plan.metric_slots();
-    let scored: Vec<Option<Vec<f64>>> = distinct
-        .par_iter()
-        .map_init(Vec::new, |means, draw| {
-            // `replicate_crs` restricted to the slots the plan reads (the others are never read).
-            table.weighted_means_at_into(draw, &slots, means);
-            crs_of_means(&plan, means, &config.weights)
-        })
-        .collect();
+    (distinct, multiplicity)
+}
 
-    let valid_draws: Vec<usize> = (0..distinct.len()).filter(|&d| scored[d].is_some()).collect();
-    let n_valid: usize = valid_draws.iter().map(|&d| multiplicity[d]).sum();
-    if n_valid == 0 {
-        return Err(CrsError::InvalidParameter {
-            name: "bootstrap",
-            message: "no replicate could be scored (every draw left an encoder without an axis)".to_string(),
-        });
-    }
+/// Each encoder's point CRS with its percentile interval and rank-1 / top-3 probabilities over the
+/// `valid` draws (CRS per encoder, multiplicity; `n_valid` replicates in all).
+fn encoder_intervals(
+    encoders: &[String],
+    point: &[f64],
+    valid: &[(&[f64], usize)],
+    n_valid: usize,
+    level: f64,
+) -> Vec<EncoderBootstrap> {
+    let n_encoders = encoders.len();
     let mut rank1 = vec![0usize; n_encoders];
     let mut top3 = vec![0usize; n_encoders];
     let mut order: Vec<usize> = (0..n_encoders).collect();
-    for &d in &valid_draws {
-        let crs = scored[d].as_deref().expect("valid draw");
+    for &(crs, m) in valid {
         order.sort_by(|&i, &j| crs[j].total_cmp(&crs[i]).then(i.cmp(&j)));
-        rank1[order[0]] += multiplicity[d];
+        rank1[order[0]] += m;
         for &e in order.iter().take(3) {
-            top3[e] += multiplicity[d];
+            top3[e] += m;
         }
     }
     let total = n_valid as f64;
-    let (q_lo, q_hi) = ((1.0 - config.level) / 2.0, (1.0 + config.level) / 2.0);
-    let mut samples: Vec<(f64, usize)> = Vec::with_capacity(valid_draws.len());
-    let encoders = plan
-        .encoders()
+    let (q_lo, q_hi) = ((1.0 - level) / 2.0, (1.0 + level) / 2.0);
+    let mut samples: Vec<(f64, usize)> = Vec::with_capacity(valid.len());
+    encoders
         .iter()
         .enumerate()
         .map(|(e, encoder)| {
             samples.clear();
-            samples.extend(
-                valid_draws.iter().map(|&d| (scored[d].as_deref().expect("valid draw")[e], multiplicity[d])),
-            );
+            samples.extend(valid.iter().map(|&(crs, m)| (crs[e], m)));
             samples.sort_by(|a, b| a.0.total_cmp(&b.0));
             EncoderBootstrap {
                 encoder: encoder.clone(),
@@ -288,14 +323,7 @@ pub fn paired_seed_bootstrap(
                 p_top3: top3[e] as f64 / total,
             }
         })
-        .collect();
-    Ok(BootstrapResult {
-        replicates: config.replicates,
-        dropped_replicates: config.replicates - n_valid,
-        seed: config.seed,
-        level: config.level,
-        encoders,
-    })
+        .collect()
 }
 
 #[cfg(test)]
