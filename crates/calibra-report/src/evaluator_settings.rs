@@ -45,7 +45,7 @@ impl TryFrom<&EvaluatorSettings> for EvalOptions {
             .map_err(|e| invalid("weights", e.to_string()))?;
         let axis_weights = s
             .axis_weights
-            .map(|w| AxisWeights::new(w))
+            .map(AxisWeights::new)
             .transpose()
             .map_err(|e| invalid("axis_weights", e.to_string()))?;
         let robustness = robustness_variant(&s.robustness).ok_or_else(|| {
