@@ -2,9 +2,7 @@
 //! `calibra crs` and `calibra eval`. A fifth axis weight turns on the optional selective axis (−AUGRC,
 //! issue 24).
 
-use anyhow::bail;
-use calibra_crs::{AxisWeights, ComponentWeights, Reference};
-use std::path::Path;
+use calibra_crs::{AxisWeights, ComponentWeights};
 
 fn parse_numbers(text: &str, count: usize, alternative: &str) -> Result<Vec<f64>, String> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -29,24 +27,4 @@ pub fn parse_axis_weights(text: &str) -> Result<AxisWeights, String> {
     let count = if text.split(',').count() == 5 { 5 } else { 4 };
     let w = parse_numbers(text, count, " (or 5 to add the selective axis)")?;
     AxisWeights::from_slice(&w).map_err(|e| e.to_string())
-}
-
-/// A saved reference freezes its weights: `--weights`/`--axis-weights`, when given, must equal them.
-pub fn check_frozen(
-    path: &Path,
-    reference: &Reference,
-    weights: Option<ComponentWeights>,
-    axis_weights: Option<AxisWeights>,
-) -> anyhow::Result<()> {
-    let frozen = reference.weights();
-    if weights.is_some_and(|w| w != frozen.component) || axis_weights.is_some_and(|w| w != frozen.axis) {
-        bail!(
-            "{}: the reference freezes its weights (components {:?}, axes {:?}); \
-             --weights/--axis-weights differ: build a new reference instead",
-            path.display(),
-            frozen.component,
-            frozen.axis.as_slice()
-        );
-    }
-    Ok(())
 }

@@ -9,11 +9,18 @@
 //! in pure Rust (resvg) with an embedded DejaVu Sans, and [`report_html`] makes the self-contained
 //! `report.html` (figures inlined as SVG, no script, nothing fetched).
 //!
-//! Must not depend on: burn, or file IO (callers write the files: tables and figures are bytes and
-//! strings). Figures take plain data (names and
+//! It also owns the command pipelines whose output this crate shapes: the whole evaluation of a run
+//! set ([`evaluate`] with its typed [`EvalOptions`], from `calibra eval` flags or from a recipe's
+//! `[evaluator]` settings: [`store_eval_options`], and its stdout [`summary_table`]), the CRS of a
+//! profiles table ([`score_profiles`]) and the comparison of two `encoder,score` orderings
+//! ([`compare_score_files`]).
+//!
+//! Must not depend on: burn. Tables and figures do no file IO (they are bytes and strings, and any
+//! caller can write them); only the pipelines read run records, predictions, references and score
+//! files, and write an output directory. Figures take plain data (names and
 //! numbers) so that any caller can draw them; the only calibra type they use is
 //! `calibra_metrics::ReliabilityBin`, the bins the metrics crate computes ECE from. Only the report
-//! assembly ([`eval_report`]) reads calibra-crs's public `Evaluation`.
+//! assembly ([`eval_report`]) and the pipelines read calibra-crs's public `Evaluation`.
 #![forbid(unsafe_code)]
 
 mod capped_table;
@@ -36,6 +43,22 @@ mod selective_report;
 mod svg;
 mod tau_dots;
 mod transfer_report;
+// Command pipelines (`calibra eval`, `report`, `crs`, `compare-ranks`): the binary only wires them.
+mod bootstrap_warning;
+mod crs_table;
+mod eval_error;
+mod eval_options;
+mod eval_output;
+mod eval_pipeline;
+mod eval_summary;
+mod evaluator_settings;
+mod frozen_weights;
+mod output_dir;
+mod prediction_check;
+mod profile_scoring;
+mod reliability_figures;
+mod run_records;
+mod score_ranking;
 
 pub use convergence_report::convergence_section;
 pub use csv_cells::{CellColumns, ConditionColumns, CsvTableError, Number, RunColumns, run_columns};
@@ -56,3 +79,16 @@ pub use selective_report::selective_section;
 pub use svg::Svg;
 pub use tau_dots::tau_dots;
 pub use transfer_report::summary_line as transfer_summary_line;
+
+pub use crs_table::CrsRow;
+pub use eval_error::EvalError;
+pub use eval_options::{
+    ConformalSettings, DEFAULT_BINS, DEFAULT_BOOTSTRAP, DEFAULT_CONFORMAL_ALPHA, DEFAULT_DELTA_BOOTSTRAP,
+    DEFAULT_LEVEL, DEFAULT_MIN_GROUP_SIZE, EvalOptions, regime_named, robustness_name, robustness_variant,
+};
+pub use eval_pipeline::evaluate;
+pub use eval_summary::summary_table;
+pub use evaluator_settings::{SettingsError, eval_command_line, store_eval_options};
+pub use frozen_weights::{FrozenWeightsError, check_frozen_weights};
+pub use profile_scoring::{ProfileScoring, ProfileScoringError, ProfileScoringOptions, score_profiles};
+pub use score_ranking::{ScoreFileError, compare_score_files, rank_comparison_table, read_scores};
