@@ -98,7 +98,7 @@
 //! pass_seconds = 2.0                  # seconds of one encoder forward pass over one test split
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use calibra_crs::Regime;
