@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeSet;
 
 const NO_PATHS: ValidationOptions = ValidationOptions { check_paths: false };
 
