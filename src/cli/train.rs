@@ -5,12 +5,13 @@
 //! directory). It is a one-encoder recipe built from the flags (`--print-recipe` shows it), so the
 //! store resumes after a kill (`--resume`) and `calibra report DIR` / `calibra eval DIR` read it.
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
+use calibra_run::execute::ExecuteOptions;
+use calibra_run::train_recipe::{TrainPlan, TrainedRegime};
 use calibra_run::{Recipe, ValidationOptions};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::cli::run::{GridOptions, execute_recipe};
+use crate::cli::run::run_recipe;
 
 /// What trains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -117,141 +118,64 @@ pub struct TrainArgs {
     pub print_recipe: bool,
 }
 
-/// A TOML string literal (JSON's escapes are valid in TOML basic strings).
-fn q(text: &str) -> String {
-    serde_json::to_string(text).expect("a string serialises")
-}
-
-fn list<T: ToString>(items: &[T]) -> String {
-    items.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
-}
-
-fn quoted_list(items: &[String]) -> String {
-    items.iter().map(|x| q(x)).collect::<Vec<_>>().join(", ")
-}
-
-/// A float TOML reads back as a float (`1` would be an integer).
-fn float(x: f64) -> String {
-    let text = format!("{x:?}");
-    if text.contains(['.', 'e', 'E']) || !x.is_finite() { text } else { format!("{text}.0") }
-}
-
-/// The one-encoder recipe of `args`.
-pub fn recipe_text(args: &TrainArgs) -> Result<String> {
-    let mut t = String::new();
-    writeln!(t, "# Made by `calibra train`; run it again with `calibra run`.")?;
-    writeln!(t, "name = {}", q("calibra-train"))?;
-    writeln!(t, "seeds = [{}]", list(&args.seed))?;
-    writeln!(
-        t,
-        "label_fractions = [{}]",
-        args.fraction.iter().map(|f| float(*f)).collect::<Vec<_>>().join(", ")
-    )?;
-    writeln!(t, "calibrators = [{}]", quoted_list(&args.calibrators))?;
-    writeln!(t, "\n[[encoders]]")?;
-    if let Some(name) = &args.encoder_name {
-        writeln!(t, "name = {}", q(name))?;
-    }
-    writeln!(t, "source = {}", q(&args.encoder))?;
-    writeln!(t, "\n[[datasets]]\nspec = {}", q(&args.data))?;
-    if !args.shift.is_empty() {
-        let mut targets = Vec::new();
-        for s in &args.shift {
-            let Some((name, spec)) = s.split_once('=') else {
-                bail!("--shift `{s}`: expected NAME=SPEC (e.g. site-b=synth:chest-site-b?n=600)");
-            };
-            targets.push(format!("{{ name = {}, spec = {} }}", q(name), q(spec)));
-        }
-        writeln!(t, "shift = [{}]", targets.join(", "))?;
-    }
-    if !args.perturbations.is_empty() {
-        writeln!(t, "\n[perturbations]\nnames = [{}]", quoted_list(&args.perturbations))?;
-        writeln!(t, "severities = [{}]", list(&args.severities))?;
-    }
-    writeln!(t, "\n[split]\nseed = {}", args.split_seed)?;
-    let epochs = |default: u32| args.epochs.unwrap_or(default);
-    let lr = |default: f64| float(args.lr.unwrap_or(default));
-    match args.regime {
-        TrainRegime::Probe => {
-            writeln!(
-                t,
-                "\n[regimes.frozen]\nprobes = [{}]\nlayers = [{}]",
-                q(&args.probe),
-                float(args.layer)
-            )?;
-        }
-        TrainRegime::Lora => {
-            writeln!(t, "\n[regimes.lora]")?;
-            writeln!(
-                t,
-                "r = {}\nalpha = {}\ndropout = {}",
-                args.lora_r,
-                float(args.lora_alpha),
-                float(args.lora_dropout)
-            )?;
-            writeln!(
-                t,
-                "lr = {}\nepochs = {}\ntargets = [{}]",
-                lr(2e-4),
-                epochs(8),
-                quoted_list(&args.lora_targets)
-            )?;
-        }
-        TrainRegime::Full => {
-            writeln!(t, "\n[regimes.full]\nlr = {}\nepochs = {}", lr(1e-5), epochs(3))?;
-        }
-        TrainRegime::Coop => {
-            writeln!(t, "\n[regimes.coop]\nn_ctx = {}", args.n_ctx)?;
-            if let Some(init) = &args.ctx_init {
-                writeln!(t, "ctx_init = {}", q(init))?;
-            }
-            writeln!(t, "csc = {}\nclass_position = {}", args.csc, q(&args.class_position))?;
-            writeln!(t, "epochs = {}\nlr = {}", epochs(50), lr(2e-3))?;
-        }
-    }
+/// The one-encoder recipe of `args` (calibra-run's [`TrainPlan`]).
+pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
     let regime = match args.regime {
-        TrainRegime::Probe => "frozen",
-        TrainRegime::Lora => "lora",
-        TrainRegime::Full => "full",
-        TrainRegime::Coop => "coop",
+        TrainRegime::Probe => TrainedRegime::Probe,
+        TrainRegime::Lora => TrainedRegime::Lora,
+        TrainRegime::Full => TrainedRegime::Full,
+        TrainRegime::Coop => TrainedRegime::Coop,
     };
-    // `calibra report` profiles the regime that was trained.
-    writeln!(t, "\n[evaluator]\nregime = {}\nbootstrap = 1000", q(regime))?;
-    if args.regime != TrainRegime::Probe {
-        writeln!(t, "\n[[losses]]\nname = {}", q(&args.loss))?;
-        if !args.loss_args.is_empty() {
-            let mut parts = Vec::new();
-            for a in &args.loss_args {
-                let Some((k, v)) = a.split_once('=') else {
-                    bail!("--loss-arg `{a}`: expected NAME=VALUE (e.g. alpha=0.1)");
-                };
-                let v: f64 =
-                    v.trim().parse().with_context(|| format!("--loss-arg `{a}`: `{v}` is not a number"))?;
-                parts.push(format!("{} = {}", k.trim(), float(v)));
-            }
-            writeln!(t, "args = {{ {} }}", parts.join(", "))?;
-        }
-    } else if args.loss != "ce" || !args.loss_args.is_empty() {
-        bail!("--loss / --loss-arg apply to lora, full and coop; a frozen probe has its own objective");
-    }
-    Ok(t)
+    let plan = TrainPlan {
+        encoder: args.encoder.clone(),
+        encoder_name: args.encoder_name.clone(),
+        data: args.data.clone(),
+        shift: args.shift.clone(),
+        regime,
+        probe: args.probe.clone(),
+        layer: args.layer,
+        loss: args.loss.clone(),
+        loss_args: args.loss_args.clone(),
+        fractions: args.fraction.clone(),
+        seeds: args.seed.clone(),
+        epochs: args.epochs,
+        lr: args.lr,
+        lora_r: args.lora_r,
+        lora_alpha: args.lora_alpha,
+        lora_dropout: args.lora_dropout,
+        lora_targets: args.lora_targets.clone(),
+        n_ctx: args.n_ctx,
+        ctx_init: args.ctx_init.clone(),
+        csc: args.csc,
+        class_position: args.class_position.clone(),
+        calibrators: args.calibrators.clone(),
+        perturbations: args.perturbations.clone(),
+        severities: args.severities.iter().map(|&s| u32::from(s)).collect(),
+        split_seed: args.split_seed,
+    };
+    Ok(plan.recipe()?)
+}
+
+/// The recipe of `args` as TOML, read back and validated as `calibra run` would read it.
+fn recipe_text(args: &TrainArgs, options: ValidationOptions) -> Result<(Recipe, String)> {
+    let text =
+        format!("# Made by `calibra train`; run it again with `calibra run`.\n{}", recipe(args)?.to_toml()?);
+    Ok((Recipe::parse(&text, "the `calibra train` flags", options)?, text))
 }
 
 pub fn run(args: &TrainArgs) -> Result<()> {
-    let text = recipe_text(args)?;
     if args.print_recipe {
         // The printed recipe is one `calibra run` accepts: validated as written (paths aside).
-        Recipe::parse(&text, "the `calibra train` flags", ValidationOptions { check_paths: false })?;
-        print!("{text}");
+        print!("{}", recipe_text(args, ValidationOptions { check_paths: false })?.1);
         return Ok(());
     }
-    let recipe = Recipe::parse(&text, "the `calibra train` flags", ValidationOptions { check_paths: true })?;
+    let (recipe, text) = recipe_text(args, ValidationOptions { check_paths: true })?;
     let out = args.out.as_ref().expect("clap requires --out without --print-recipe");
-    execute_recipe(
+    run_recipe(
         &recipe,
         &text,
         out,
-        &GridOptions { resume: args.resume, shard: None, fail_fast: true, break_lock: false },
+        ExecuteOptions { resume: args.resume, fail_fast: true, ..Default::default() },
     )
 }
 
@@ -270,8 +194,7 @@ mod tests {
         let mut argv = vec!["calibra-train"];
         argv.extend_from_slice(flags);
         let args = Cli::try_parse_from(argv)?.args;
-        let text = recipe_text(&args)?;
-        Ok(Recipe::parse(&text, "test", ValidationOptions { check_paths: false })?)
+        Ok(recipe_text(&args, ValidationOptions { check_paths: false })?.0)
     }
 
     #[test]

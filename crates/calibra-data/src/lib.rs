@@ -11,6 +11,10 @@
 //! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]) and an optional on-disk
 //! cache of preprocessed tensors ([`cache`]).
 //!
+//! Also owns looking at a dataset as a person would: its inspection report ([`inspect`]: counts per
+//! split and class, label fractions, metadata coverage, problems) and a gallery of its perturbed
+//! images ([`perturb_gallery`]).
+//!
 //! Must not depend on: burn or any model code, nor on the evaluator crates (metrics, calibrate, crs):
 //! it produces samples and pixels, it scores nothing.
 //!
@@ -41,7 +45,9 @@ pub mod error;
 pub mod filters;
 pub mod hashing;
 pub mod image_source;
+pub mod inspect;
 pub mod perturb;
+pub mod perturb_gallery;
 pub mod pixels;
 pub mod preprocess;
 pub mod readers;

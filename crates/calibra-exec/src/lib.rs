@@ -6,12 +6,16 @@
 //! fine-tuning ([`adapted`]), CoOp prompt tuning ([`coop`]), zero-shot prompting ([`zero_shot`]) and
 //! transferability estimates ([`estimate`]) — dispatched by [`RunExecutor`]; the feature passes they
 //! read ([`feature_pass`], [`clip_features`]) and what the CLIP regimes share ([`clip_fit`]); the record-condition → image-condition conversion
-//! ([`condition`]); the prompt texts ([`prompts`]); training progress lines ([`epoch_log`]).
+//! ([`condition`]); the prompt texts ([`prompts`]); training progress lines ([`epoch_log`]); and
+//! `calibra zero-shot`'s template study ([`template_study`]: one split, one predictions file and
+//! record per prompt template, the spread across templates).
 //!
 //! Does not own, and must not re-implement: predicting the calibration and test splits, shift
 //! targets, calibrators, metrics and run records (calibra-run's runner does them once for every
 //! regime), datasets (calibra-data), models (calibra-models), training loops (calibra-train), probes
-//! (calibra-probe) or estimators (calibra-transfer). Nothing here may depend on the binary.
+//! (calibra-probe) or estimators (calibra-transfer). Nothing here may depend on the binary. The
+//! template study is no grid fit: it predicts the one split it is asked for, uncalibrated, and scores
+//! it with the runner's own record metrics (`calibra_run::slot_outputs::record_metrics`).
 #![forbid(unsafe_code)]
 
 pub mod adapted;
@@ -25,6 +29,7 @@ pub mod feature_pass;
 pub mod frozen;
 pub mod prompts;
 pub mod run_executor;
+pub mod template_study;
 pub mod zero_shot;
 
 pub use run_executor::RunExecutor;

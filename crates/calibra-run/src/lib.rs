@@ -7,7 +7,9 @@
 //! shards ([`shard`]), merging ([`merge`]), repair of a store whose journal and records disagree ([`repair`]); and the grid loop ([`runner`]) over an executor
 //! ([`executor`]), which fits and returns a fitted model ([`fitted`]); the runner predicts it,
 //! calibrates and scores the predictions and builds the records once for every regime
-//! ([`slot_outputs`]), on datasets loaded once per grid ([`datasets`]).
+//! ([`slot_outputs`]), on datasets loaded once per grid ([`datasets`]); running a recipe into its
+//! store, checks and recovery included ([`execute`]); the one-encoder recipe of `calibra train`'s
+//! flags ([`train_recipe`]); the counts a grid's progress display shows ([`grid_counts`]).
 //!
 //! Must not depend on burn: fitting (probes, LoRA, CoOp) is the executor's job, plugged in from
 //! calibra-exec. The one executor here, [`baseline`] (the `prior` probe), needs only the
@@ -20,9 +22,11 @@ pub mod cost;
 pub mod datasets;
 pub mod encoder_check;
 pub mod error;
+pub mod execute;
 pub mod executor;
 pub mod fitted;
 pub mod grid;
+pub mod grid_counts;
 pub mod locate;
 pub mod lock;
 pub mod merge;
@@ -35,6 +39,7 @@ pub mod shard;
 pub mod slot_outputs;
 pub mod snapshot;
 pub mod store;
+pub mod train_recipe;
 
 pub use cost::{GridSummary, summarize};
 pub use datasets::{DatasetCache, split_of};

@@ -1,7 +1,10 @@
-//! The names a recipe may use, as plain constants in one place so that they can be kept in sync with
-//! the crates that implement them (calibra-train probes and losses, calibra-calibrate methods,
-//! calibra-data perturbations). A name missing here is rejected by recipe validation before any work
-//! starts.
+//! The names a recipe may use, in one place: plain constants where calibra-run is their one list
+//! (probes, losses, LoRA targets), derived from the crate that implements them elsewhere
+//! (calibra-calibrate methods, calibra-data perturbations, calibra-crs estimators). A name missing
+//! here is rejected by recipe validation before any work starts.
+
+use calibra_calibrate::{CalibratorOptions, Method};
+use calibra_predictions::Task;
 
 /// Probes on frozen features (`[regimes.frozen] probes`): logistic regression (L-BFGS), a small MLP,
 /// k-nearest neighbours, and `prior`, the intercept-only model (predicts the training split's class
@@ -102,11 +105,34 @@ pub fn registry_loss(
 /// not hold.
 pub const ESTIMATORS: &[&str] = &calibra_crs::transfer_prediction::ESTIMATORS;
 
-/// Post-hoc calibrators (`calibrators`); `none` keeps the raw outputs.
-pub const CALIBRATORS: &[&str] = &["none", "temperature", "vector", "isotonic", "dirichlet"];
-/// The calibrators that need single-label predictions (a multilabel dataset is calibrated per label,
-/// which only `temperature` and `isotonic` support).
-pub const SINGLE_LABEL_CALIBRATORS: &[&str] = &["vector", "dirichlet"];
+/// Whether a recipe may name the post-hoc method `method` (`calibrators`): the methods every fit's
+/// records offer. Matrix scaling (which over-fits for large K without a chosen regulariser), Platt
+/// scaling, SaLS (which needs the zero-shot logits of each sample) and histogram binning stay
+/// `calibra calibrate`'s. The match is exhaustive, so a new calibra-calibrate method is placed on one
+/// side here, the one place.
+pub fn in_recipes(method: Method) -> bool {
+    match method {
+        Method::Temperature | Method::Vector | Method::Isotonic | Method::Dirichlet => true,
+        Method::Matrix | Method::Platt | Method::Sals | Method::Histogram => false,
+    }
+}
+
+/// Post-hoc calibrators a recipe may name (`calibrators`): `none` (the raw outputs), then the
+/// calibra-calibrate methods [`in_recipes`] allows, in calibra-calibrate's order.
+pub fn calibrators() -> Vec<&'static str> {
+    std::iter::once("none")
+        .chain(Method::ALL.into_iter().filter(|m| in_recipes(*m)).map(Method::as_str))
+        .collect()
+}
+
+/// Whether the recipe calibrator `name` needs single-label predictions: calibra-calibrate has no
+/// per-label variant of it for multilabel predictions (only `temperature`, `isotonic` and `platt`
+/// have one). `none` and unknown names are not.
+pub fn single_label_calibrator(name: &str) -> bool {
+    name.parse::<Method>().is_ok_and(|m| {
+        calibra_calibrate::calibrator_for(m, Task::Multilabel, &CalibratorOptions::default()).is_err()
+    })
+}
 
 /// Acquisition perturbations (`[perturbations] names`): calibra-data's own list, in protocol order.
 pub fn perturbations() -> Vec<&'static str> {
@@ -205,8 +231,7 @@ mod tests {
 
     #[test]
     fn names_are_distinct_and_perturbations_are_calibra_datas() {
-        for list in [LOSSES.iter().map(|l| l.name).collect::<Vec<_>>(), perturbations(), CALIBRATORS.to_vec()]
-        {
+        for list in [LOSSES.iter().map(|l| l.name).collect::<Vec<_>>(), perturbations(), calibrators()] {
             let mut sorted = list.clone();
             sorted.sort_unstable();
             sorted.dedup();

@@ -8,6 +8,8 @@
 //! KgCoOp / ProGrad prompt tuning of CLIP models (`coop`), and pretraining the tiny ViT encoders
 //! shipped in `checkpoints/` from the synthetic suite (`pretrain`) and the tiny contrastive CLIP
 //! (`pretrain_clip`).
+//! What `calibra pretrain` asks for (the panel, `tiny-clip` or one ViT, with model cards) runs in one
+//! call (`pretrain_job`).
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
@@ -22,6 +24,7 @@ pub mod grad_clip;
 pub mod losses;
 pub mod pretrain;
 pub mod pretrain_clip;
+pub mod pretrain_job;
 pub mod schedule;
 pub mod trainer;
 pub mod training_curve;

@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeSet;
 
 const NO_PATHS: ValidationOptions = ValidationOptions { check_paths: false };
 
@@ -469,4 +470,20 @@ fn estimate_has_one_fit_per_encoder_dataset_and_layer_with_one_clean_slot() {
         + "[regimes.estimate]\nestimators = [\"logme\"]\n";
     let r = parse(&alone).unwrap();
     assert!(crate::grid::expand(&r).iter().all(|f| f.config.regime == Regime::Estimate));
+}
+
+#[test]
+fn a_recipe_round_trips_through_its_toml_with_the_same_fits() {
+    let shipped = ["quickstart", "crs-bench", "mvc-bench"].map(|n| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../recipes/{n}.toml"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    });
+    for text in std::iter::once(BASE.to_string()).chain(shipped) {
+        let recipe = parse(&text).unwrap();
+        let written = recipe.to_toml().unwrap();
+        let again = parse(&written).unwrap_or_else(|e| panic!("{e}\n{written}"));
+        assert_eq!(again, recipe, "{written}");
+        let keys = |r: &Recipe| crate::expand(r).iter().map(|f| f.key.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&again), keys(&recipe));
+    }
 }

@@ -1,0 +1,303 @@
+//! The one-encoder recipe `calibra train` makes from its flags: one encoder, one dataset (with its
+//! shift targets), one trained regime with one loss, over label fractions × seeds. It is a
+//! [`Recipe`] value, written with [`Recipe::to_toml`] and read back by `calibra run`, so the fits
+//! and their run keys are those of the same recipe written by hand.
+
+use std::collections::BTreeMap;
+
+use crate::error::RunError;
+use crate::recipe::{
+    CoopRegime, DatasetEntry, EncoderEntry, EvaluatorSettings, FrozenRegime, FullRegime, LoraRegime,
+    LossEntry, Perturbations, Recipe, Regimes, ShiftEntry, SplitSettings,
+};
+
+/// What `calibra train` trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainedRegime {
+    /// A probe on frozen features.
+    Probe,
+    Lora,
+    Full,
+    Coop,
+}
+
+impl TrainedRegime {
+    /// The recipe's (and the records') name of the regime.
+    pub fn recipe_name(self) -> &'static str {
+        match self {
+            TrainedRegime::Probe => "frozen",
+            TrainedRegime::Lora => "lora",
+            TrainedRegime::Full => "full",
+            TrainedRegime::Coop => "coop",
+        }
+    }
+}
+
+/// The flags of `calibra train`, as plain values (see its `--help` for each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainPlan {
+    pub encoder: String,
+    pub encoder_name: Option<String>,
+    pub data: String,
+    /// Shift targets as `NAME=SPEC`.
+    pub shift: Vec<String>,
+    pub regime: TrainedRegime,
+    pub probe: String,
+    pub layer: f64,
+    pub loss: String,
+    /// Loss arguments as `NAME=VALUE`.
+    pub loss_args: Vec<String>,
+    pub fractions: Vec<f64>,
+    pub seeds: Vec<u64>,
+    pub epochs: Option<u32>,
+    pub lr: Option<f64>,
+    pub lora_r: u32,
+    pub lora_alpha: f64,
+    pub lora_dropout: f64,
+    pub lora_targets: Vec<String>,
+    pub n_ctx: u32,
+    pub ctx_init: Option<String>,
+    pub csc: bool,
+    pub class_position: String,
+    pub calibrators: Vec<String>,
+    pub perturbations: Vec<String>,
+    pub severities: Vec<u32>,
+    pub split_seed: u64,
+}
+
+/// A flag that cannot become part of the recipe.
+fn flag_error(message: String) -> RunError {
+    RunError::Recipe { file: "the `calibra train` flags".into(), line: None, key: String::new(), message }
+}
+
+impl TrainPlan {
+    /// The one-encoder recipe (not yet validated: [`Recipe::parse`] of its TOML does that). Without
+    /// `epochs` / `lr`: LoRA 8 epochs at 2e-4 (CRS-Bench), full fine-tuning 3 at 1e-5, CoOp 50 at
+    /// 2e-3 (CoOp's reference configuration).
+    pub fn recipe(&self) -> Result<Recipe, RunError> {
+        let epochs = |default: u32| self.epochs.unwrap_or(default);
+        let lr = |default: f64| self.lr.unwrap_or(default);
+        let mut regimes = Regimes::default();
+        match self.regime {
+            TrainedRegime::Probe => {
+                let (probes, layers) = (vec![self.probe.clone()], vec![self.layer]);
+                regimes.frozen = Some(FrozenRegime { probes, layers, encoders: None, label_fractions: None });
+            }
+            TrainedRegime::Lora => {
+                regimes.lora = Some(LoraRegime {
+                    r: self.lora_r,
+                    alpha: self.lora_alpha,
+                    dropout: self.lora_dropout,
+                    lr: lr(2e-4),
+                    epochs: epochs(8),
+                    targets: self.lora_targets.clone(),
+                    head_init: None,
+                    early_stopping: None,
+                    encoders: None,
+                    label_fractions: None,
+                });
+            }
+            TrainedRegime::Full => {
+                let (lr, epochs) = (lr(1e-5), epochs(3));
+                let (head_init, early_stopping, encoders, label_fractions) = (None, None, None, None);
+                regimes.full =
+                    Some(FullRegime { lr, epochs, head_init, early_stopping, encoders, label_fractions });
+            }
+            TrainedRegime::Coop => {
+                regimes.coop = Some(CoopRegime {
+                    n_ctx: self.n_ctx,
+                    ctx_init: self.ctx_init.clone(),
+                    csc: self.csc,
+                    class_position: self.class_position.clone(),
+                    epochs: epochs(50),
+                    lr: lr(2e-3),
+                    encoders: None,
+                    datasets: None,
+                    label_fractions: None,
+                });
+            }
+        }
+        let perturbations = (!self.perturbations.is_empty()).then(|| Perturbations {
+            names: self.perturbations.clone(),
+            severities: self.severities.clone(),
+            label_fractions: None,
+        });
+        Ok(Recipe {
+            name: Some("calibra-train".into()),
+            description: None,
+            seeds: self.seeds.clone(),
+            label_fractions: self.fractions.clone(),
+            calibrators: self.calibrators.clone(),
+            encoders: vec![EncoderEntry {
+                name: self.encoder_name.clone(),
+                source: self.encoder.clone(),
+                datasets: None,
+            }],
+            datasets: vec![DatasetEntry {
+                name: None,
+                spec: self.data.clone(),
+                shift: self.shift()?,
+                calibrators: None,
+            }],
+            perturbations,
+            split: Some(SplitSettings { seed: self.split_seed, ..SplitSettings::default() }),
+            regimes,
+            losses: self.losses()?,
+            // `calibra report` profiles the regime that was trained.
+            evaluator: Some(EvaluatorSettings {
+                regime: self.regime.recipe_name().into(),
+                bootstrap: 1000,
+                ..EvaluatorSettings::default()
+            }),
+            cost: None,
+        })
+    }
+
+    fn shift(&self) -> Result<Vec<ShiftEntry>, RunError> {
+        let entry = |s: &String| match s.split_once('=') {
+            Some((name, spec)) => Ok(ShiftEntry { name: Some(name.into()), spec: spec.into() }),
+            None => Err(flag_error(format!(
+                "--shift `{s}`: expected NAME=SPEC (e.g. site-b=synth:chest-site-b?n=600)"
+            ))),
+        };
+        self.shift.iter().map(entry).collect()
+    }
+
+    /// The one loss of an adapted regime; none for a probe (which refuses --loss / --loss-arg).
+    fn losses(&self) -> Result<Vec<LossEntry>, RunError> {
+        if self.regime == TrainedRegime::Probe {
+            if self.loss != "ce" || !self.loss_args.is_empty() {
+                return Err(flag_error(
+                    "--loss / --loss-arg apply to lora, full and coop; a frozen probe has its own objective"
+                        .into(),
+                ));
+            }
+            return Ok(Vec::new());
+        }
+        let mut args = BTreeMap::new();
+        for a in &self.loss_args {
+            let Some((k, v)) = a.split_once('=') else {
+                return Err(flag_error(format!("--loss-arg `{a}`: expected NAME=VALUE (e.g. alpha=0.1)")));
+            };
+            let value: f64 = v
+                .trim()
+                .parse()
+                .map_err(|e| flag_error(format!("--loss-arg `{a}`: `{v}` is not a number: {e}")))?;
+            args.insert(k.trim().to_string(), value);
+        }
+        Ok(vec![LossEntry { name: self.loss.clone(), label: None, args, regimes: None }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ValidationOptions;
+
+    fn plan(regime: TrainedRegime) -> TrainPlan {
+        TrainPlan {
+            encoder: "checkpoints/x".into(),
+            encoder_name: Some("x-enc".into()),
+            data: "synth:derm?n=60".into(),
+            shift: vec!["b=synth:chest-site-b?n=60".into()],
+            regime,
+            probe: "logistic".into(),
+            layer: 1.0,
+            loss: if regime == TrainedRegime::Probe { "ce" } else { "mcm" }.into(),
+            loss_args: if regime == TrainedRegime::Probe {
+                vec![]
+            } else {
+                vec!["alpha=0.1".into(), "beta = 0.01".into()]
+            },
+            fractions: vec![0.5, 1.0],
+            seeds: vec![0, 1],
+            epochs: None,
+            lr: Some(1e-3),
+            lora_r: 8,
+            lora_alpha: 16.0,
+            lora_dropout: 0.05,
+            lora_targets: vec!["query".into(), "value".into()],
+            n_ctx: 16,
+            ctx_init: Some("a photo of a".into()),
+            csc: true,
+            class_position: "end".into(),
+            calibrators: vec!["none".into(), "temperature".into()],
+            perturbations: vec!["jpeg".into(), "contrast".into()],
+            severities: vec![1, 2, 3],
+            split_seed: 3,
+        }
+    }
+
+    /// The TOML `calibra train` wrote by hand before it serialised a `Recipe` (its run keys are the
+    /// ones existing stores hold).
+    fn hand_written(regime: TrainedRegime) -> String {
+        let head = r#"name = "calibra-train"
+seeds = [0, 1]
+label_fractions = [0.5, 1.0]
+calibrators = ["none", "temperature"]
+
+[[encoders]]
+name = "x-enc"
+source = "checkpoints/x"
+
+[[datasets]]
+spec = "synth:derm?n=60"
+shift = [{ name = "b", spec = "synth:chest-site-b?n=60" }]
+
+[perturbations]
+names = ["jpeg", "contrast"]
+severities = [1, 2, 3]
+
+[split]
+seed = 3
+"#;
+        let (section, name) = match regime {
+            TrainedRegime::Probe => ("[regimes.frozen]\nprobes = [\"logistic\"]\nlayers = [1.0]", "frozen"),
+            TrainedRegime::Lora => (
+                "[regimes.lora]\nr = 8\nalpha = 16.0\ndropout = 0.05\nlr = 0.001\nepochs = 8\n\
+                 targets = [\"query\", \"value\"]",
+                "lora",
+            ),
+            TrainedRegime::Full => ("[regimes.full]\nlr = 0.001\nepochs = 3", "full"),
+            TrainedRegime::Coop => (
+                "[regimes.coop]\nn_ctx = 16\nctx_init = \"a photo of a\"\ncsc = true\nclass_position = \"end\"\n\
+                 epochs = 50\nlr = 0.001",
+                "coop",
+            ),
+        };
+        let loss = if regime == TrainedRegime::Probe {
+            ""
+        } else {
+            "\n[[losses]]\nname = \"mcm\"\nargs = { alpha = 0.1, beta = 0.01 }\n"
+        };
+        format!("{head}\n{section}\n\n[evaluator]\nregime = \"{name}\"\nbootstrap = 1000\n{loss}")
+    }
+
+    #[test]
+    fn the_recipe_equals_the_hand_written_one_and_round_trips_with_its_run_keys() {
+        let options = ValidationOptions { check_paths: false };
+        for regime in [TrainedRegime::Probe, TrainedRegime::Lora, TrainedRegime::Full, TrainedRegime::Coop] {
+            let recipe = plan(regime).recipe().unwrap();
+            let before = Recipe::parse(&hand_written(regime), "before", options).unwrap();
+            assert_eq!(recipe, before, "{regime:?}");
+            let text = recipe.to_toml().unwrap();
+            let again = Recipe::parse(&text, "after", options).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(again, recipe, "{regime:?}\n{text}");
+            let keys = |r: &Recipe| crate::expand(r).into_iter().map(|f| f.key).collect::<Vec<_>>();
+            assert_eq!(keys(&again), keys(&before), "{regime:?}");
+        }
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        let mut p = plan(TrainedRegime::Lora);
+        p.loss_args = vec!["alpha".into()];
+        assert!(p.recipe().unwrap_err().to_string().contains("--loss-arg `alpha`"));
+        let mut p = plan(TrainedRegime::Probe);
+        p.loss = "mcm".into();
+        assert!(p.recipe().unwrap_err().to_string().contains("--loss / --loss-arg"));
+        let mut p = plan(TrainedRegime::Full);
+        p.shift = vec!["nameless".into()];
+        assert!(p.recipe().unwrap_err().to_string().contains("--shift `nameless`"));
+    }
+}
