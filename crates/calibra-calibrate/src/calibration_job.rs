@@ -24,11 +24,9 @@ pub enum CalibrationJobError {
     BadRegulariser,
     #[error("--reg-lambda applies to matrix and dirichlet only, not to {0}")]
     RegulariserNotApplicable(Method),
-    #[error(
-        "{cal} has classes [{cal_classes}] but {other} has [{other_classes}]: {what}; calibration and predictions \
-         must have the same classes in the same order"
-    )]
-    ClassesDiffer { cal: String, cal_classes: String, other: String, other_classes: String, what: String },
+    /// Two files without the same classes in the same order (the message names both and their classes).
+    #[error("{0}")]
+    ClassesDiffer(String),
     #[error("sals needs --zero-shot ZERO_SHOT_PREDICTIONS for {0}")]
     ZeroShotMissing(String),
     #[error("fitting {method} on {file}")]
@@ -223,13 +221,14 @@ pub fn check_same_classes(
     } else {
         "different class sets".to_string()
     };
-    Err(CalibrationJobError::ClassesDiffer {
-        cal: cal_path.display().to_string(),
-        cal_classes: cal.class_names().join(", "),
-        other: path.display().to_string(),
-        other_classes: p.class_names().join(", "),
-        what,
-    })
+    Err(CalibrationJobError::ClassesDiffer(format!(
+        "{} has classes [{}] but {} has [{}]: {what}; calibration and predictions must have the same classes in \
+         the same order",
+        cal_path.display(),
+        cal.class_names().join(", "),
+        path.display(),
+        p.class_names().join(", ")
+    )))
 }
 
 /// A one-line summary of the fitted parameters.
