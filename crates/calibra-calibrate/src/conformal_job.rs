@@ -21,12 +21,9 @@ const TEST_STREAM: u64 = 0xD1B5_4A32_D192_ED03;
 /// Why prediction sets could not be made; names the file.
 #[derive(Debug, Error)]
 pub enum ConformalJobError {
-    #[error("fitting {method} sets on {file}")]
-    Fit { method: ConformalMethod, file: String, source: CalibrateError },
-    #[error("fitting per-label {method} sets on {file}")]
-    FitPerLabel { method: ConformalMethod, file: String, source: CalibrateError },
-    #[error("making {method} sets for {file}")]
-    Predict { method: ConformalMethod, file: String, source: CalibrateError },
+    /// Fitting or predicting the sets failed (`context` says which step, method and file).
+    #[error("{context}")]
+    Sets { context: String, source: CalibrateError },
     #[error("writing the prediction sets of {file} as CSV: {message}")]
     Csv { file: String, message: String },
     #[error(transparent)]
@@ -92,16 +89,14 @@ impl ConformalJob {
                     alpha,
                     &uniform_draws(seed, cal.len()),
                 )
-                .map_err(|source| ConformalJobError::Fit {
-                    method,
-                    file: cal_file.clone(),
+                .map_err(|source| ConformalJobError::Sets {
+                    context: format!("fitting {method} sets on {cal_file}"),
                     source,
                 })?;
                 let sets = fitted
                     .predict(&test.probabilities(), k, &uniform_draws(seed ^ TEST_STREAM, test.len()))
-                    .map_err(|source| ConformalJobError::Predict {
-                        method,
-                        file: test_file.clone(),
+                    .map_err(|source| ConformalJobError::Sets {
+                        context: format!("making {method} sets for {test_file}"),
                         source,
                     })?;
                 let cov = set_coverage(&sets, test_y, k);
@@ -109,7 +104,10 @@ impl ConformalJob {
             }
             (Targets::Labels(cal_t), Targets::Labels(test_t)) => {
                 let fitted = fit_multilabel(method, &cal.probabilities(), k, cal_t, alpha, &names).map_err(
-                    |source| ConformalJobError::FitPerLabel { method, file: cal_file.clone(), source },
+                    |source| ConformalJobError::Sets {
+                        context: format!("fitting per-label {method} sets on {cal_file}"),
+                        source,
+                    },
                 )?;
                 let sets = predict_multilabel(&fitted, &test.probabilities(), k);
                 let cov = multilabel_set_coverage(&sets, test_t, k);
