@@ -22,8 +22,8 @@
 pub mod affine;
 pub mod aps;
 mod blocks;
-mod calibrator;
 pub mod calibration_job;
+mod calibrator;
 pub mod conformal;
 pub mod conformal_job;
 pub mod coverage;
@@ -44,11 +44,11 @@ pub mod temperature;
 pub mod vector;
 
 pub use affine::{AffineForm, AffineInput, AffineModel, AffineParams, Regulariser};
-pub use calibrator::{
-    Calibrator, FORMAT_VERSION, FitReport, FitWarning, FittedCalibrator, FittedParams, Method,
-};
 pub use calibration_job::{
     CalibrationJob, CalibrationJobError, CalibrationOutcome, CalibratorSource, FitSettings, RegulariserFamily,
+};
+pub use calibrator::{
+    Calibrator, FORMAT_VERSION, FitReport, FitWarning, FittedCalibrator, FittedParams, Method,
 };
 pub use conformal::{
     CONFORMAL_METHODS, ConformalMethod, ConformalPredictor, LastLabel, conformal_quantile, fit_multilabel,

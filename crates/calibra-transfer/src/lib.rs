@@ -58,9 +58,7 @@ pub use logme::{LogmeBasis, logme_classes, logme_regression};
 pub use moments::ClassStats;
 pub use nleep::{NleepOptions, nleep};
 pub use npy::{NpyArray, NpyError, read_npy};
-pub use npy_input::{
-    NpyInputError, TargetKind, features_from_npy, labels_from_npy, targets_from_classes,
-};
+pub use npy_input::{NpyInputError, TargetKind, features_from_npy, labels_from_npy, targets_from_classes};
 pub use ranker::{ArchGroup, Candidate, Family, PairRule, RankedCandidate, Ranker, estimator_ranks};
 pub use score::{ScoreOptions, ScoreReport, score};
 pub use transrate::{TRANSRATE_EPS, transrate};
