@@ -4,12 +4,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use calibra_data::{Split, SplitConfig};
-use calibra_models::parse_device;
-use calibra_train::features::{
-    FeatureCondition, FeatureRequest, FeatureSource, PreparedPass, SplitSelection,
-};
+use anyhow::Result;
+use calibra_exec::feature_file::{FeatureFileJob, FeatureFileRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, clap::Args)]
@@ -46,27 +42,25 @@ pub struct FeaturesArgs {
 }
 
 pub fn run(args: &FeaturesArgs) -> Result<()> {
-    let split = SplitSelection::parse(&args.split).context("--split")?;
-    let condition = FeatureCondition::parse(&args.condition).context("--condition")?;
-    let device = parse_device(&args.device).context("--device")?;
-    let request = FeatureRequest {
+    let job = FeatureFileJob::prepare(FeatureFileRequest {
         encoder: args.encoder.clone(),
         data: args.data.clone(),
-        split,
-        split_config: SplitConfig { seed: args.split_seed, ..SplitConfig::default() },
-        condition,
+        split: args.split.clone(),
+        condition: args.condition.clone(),
         layers: args.layers.clone(),
         batch_size: args.batch_size,
-    };
-    let pass = PreparedPass::new(request)?;
-    let bar = ProgressBar::new(pass.indices.len() as u64);
+        split_seed: args.split_seed,
+        device: args.device.clone(),
+        out: args.out.clone(),
+    })?;
+    let bar = ProgressBar::new(job.images() as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} embedding [{bar:30}] {pos}/{len} images  {msg}  eta {eta}")
             .expect("static template")
             .progress_chars("=> "),
     );
     let start = Instant::now();
-    let (set, source) = pass.cached(&args.out, &device, &mut |done, _| {
+    let file = job.run(&mut |done, _| {
         bar.set_position(done as u64);
         let secs = start.elapsed().as_secs_f64();
         if secs > 0.0 && done > 0 {
@@ -74,29 +68,6 @@ pub fn run(args: &FeaturesArgs) -> Result<()> {
         }
     })?;
     bar.finish_and_clear();
-    let how = match source {
-        FeatureSource::Cache => "read from cache (fingerprint matched)".to_string(),
-        FeatureSource::Computed => {
-            let secs = start.elapsed().as_secs_f64();
-            format!("computed in {secs:.1} s ({:.1} images/s)", set.ids.len() as f64 / secs.max(1e-9))
-        }
-    };
-    let per_split = match &set.splits {
-        Some(splits) => {
-            let counts: Vec<String> = Split::ALL
-                .iter()
-                .map(|s| format!("{} {}", splits.iter().filter(|r| *r == s).count(), s.name()))
-                .collect();
-            format!(" ({})", counts.join(", "))
-        }
-        None => String::new(),
-    };
-    println!(
-        "{}: {} samples{per_split} x {} dims at layers {:?}, {how}",
-        args.out.display(),
-        set.ids.len(),
-        set.dim,
-        args.layers
-    );
+    println!("{}", job.summary(&file));
     Ok(())
 }

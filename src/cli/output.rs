@@ -10,14 +10,6 @@ pub enum OutputFormat {
     Json,
 }
 
-/// A number for a table cell: 6 significant decimals, `n/a` where undefined.
-pub fn cell(x: Option<f64>) -> String {
-    match x {
-        Some(v) => format!("{v:.6}"),
-        None => "n/a".to_string(),
-    }
-}
-
 /// Write `text` to stdout. A closed pipe (`calibra ... | head`) is not an error: the reader has
 /// what it wanted.
 pub fn emit(text: &str) -> std::io::Result<()> {

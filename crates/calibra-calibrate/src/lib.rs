@@ -6,7 +6,10 @@
 //! affine-softmax model, the numerical optimisers they need ([`optim`]: bounded Brent search and
 //! L-BFGS with a strong-Wolfe line search), and the versioned JSON form of a fitted calibrator
 //! ([`FittedCalibrator`]). Also split conformal prediction sets ([`conformal`]: LAC/THR, APS, RAPS as
-//! MAPIE 1.6 computes them) and their coverage and size ([`coverage`]).
+//! MAPIE 1.6 computes them) and their coverage and size ([`coverage`]). The two jobs of
+//! `calibra calibrate`: fit or load a calibrator and apply it to a predictions file
+//! ([`calibration_job`]), and conformal sets from one file for another ([`conformal_job`]); both
+//! compute and leave the writing to the caller.
 //!
 //! Formulas and reference implementations: `shared/spec/calibration-metrics-transfer.md` §B (and §A5
 //! for SaLS). Parity with sklearn / scipy / dirichletcal is proven by golden vectors in `tests/golden/`
@@ -19,8 +22,10 @@
 pub mod affine;
 pub mod aps;
 mod blocks;
+pub mod calibration_job;
 mod calibrator;
 pub mod conformal;
+pub mod conformal_job;
 pub mod coverage;
 pub mod dirichlet;
 mod error;
@@ -39,6 +44,9 @@ pub mod temperature;
 pub mod vector;
 
 pub use affine::{AffineForm, AffineInput, AffineModel, AffineParams, Regulariser};
+pub use calibration_job::{
+    CalibrationJob, CalibrationJobError, CalibrationOutcome, CalibratorSource, FitSettings, RegulariserFamily,
+};
 pub use calibrator::{
     Calibrator, FORMAT_VERSION, FitReport, FitWarning, FittedCalibrator, FittedParams, Method,
 };
@@ -46,6 +54,7 @@ pub use conformal::{
     CONFORMAL_METHODS, ConformalMethod, ConformalPredictor, LastLabel, conformal_quantile, fit_multilabel,
     predict_multilabel, quantile_index, uniform_draws,
 };
+pub use conformal_job::{ConformalJob, ConformalJobError, ConformalOutcome, SetReport};
 pub use coverage::{SetCoverage, multilabel_set_coverage, set_coverage};
 pub use dirichlet::{DirichletCalibration, DirichletSelection};
 pub use error::CalibrateError;

@@ -6,9 +6,11 @@
 //! fine-tuning ([`adapted`]), CoOp prompt tuning ([`coop`]), zero-shot prompting ([`zero_shot`]) and
 //! transferability estimates ([`estimate`]) — dispatched by [`RunExecutor`]; the feature passes they
 //! read ([`feature_pass`], [`clip_features`]) and what the CLIP regimes share ([`clip_fit`]); the record-condition → image-condition conversion
-//! ([`condition`]); the prompt texts ([`prompts`]); training progress lines ([`epoch_log`]); and
+//! ([`condition`]); the prompt texts ([`prompts`]); training progress lines ([`epoch_log`]);
 //! `calibra zero-shot`'s template study ([`template_study`]: one split, one predictions file and
-//! record per prompt template, the spread across templates).
+//! record per prompt template, the spread across templates); and the two one-file jobs the binary
+//! runs outside a grid: a feature file (`calibra features`, [`feature_file`]) and the
+//! transferability scores of one (`calibra transfer score`, [`transfer_score`]).
 //!
 //! Does not own, and must not re-implement: predicting the calibration and test splits, shift
 //! targets, calibrators, metrics and run records (calibra-run's runner does them once for every
@@ -25,11 +27,13 @@ pub mod condition;
 pub mod coop;
 pub mod epoch_log;
 pub mod estimate;
+pub mod feature_file;
 pub mod feature_pass;
 pub mod frozen;
 pub mod prompts;
 pub mod run_executor;
 pub mod template_study;
+pub mod transfer_score;
 pub mod zero_shot;
 
 pub use run_executor::RunExecutor;

@@ -3,7 +3,10 @@
 //! Owns: the CSV tables of an evaluation ([`evaluation_csv_files`]: `#[derive(Serialize)]` rows written
 //! with the `csv` crate, sharing one set of cell-key columns), a minimal SVG writer ([`Svg`]), the figures of a calibra report (reliability diagram and
 //! grid, normalised profile bars, rank-displacement chart, the transferability τ-b dot chart, the risk–coverage and coverage-under-shift line charts), Markdown table formatting, and the assembly of an
-//! evaluation's report ([`eval_report`]: `report.md` plus its figures).
+//! evaluation's report ([`eval_report`]: `report.md` plus its figures), and the terminal outputs of
+//! `calibra metrics` ([`MetricsReport`]), `calibra calibrate --report` ([`CalibrationReport`],
+//! [`set_table`]) and `calibra transfer score` ([`transfer_score_table`]), with their one number
+//! format ([`cell`]).
 //! Figures are plain SVG 1.1 with text in generic font families: producing them needs no font files,
 //! no system libraries and no network, and any browser renders them. [`svg_to_png`] rasterises them
 //! in pure Rust (resvg) with an embedded DejaVu Sans, and [`report_html`] makes the self-contained
@@ -23,6 +26,7 @@
 //! assembly ([`eval_report`]) and the pipelines read calibra-crs's public `Evaluation`.
 #![forbid(unsafe_code)]
 
+mod calibration_tables;
 mod capped_table;
 mod convergence_report;
 mod csv_cells;
@@ -33,6 +37,7 @@ mod focus_report;
 mod html;
 mod line_chart;
 mod markdown;
+mod metrics_report;
 mod png;
 mod profile_bars;
 mod rank_displacement;
@@ -42,6 +47,7 @@ mod selective_csv;
 mod selective_report;
 mod svg;
 mod tau_dots;
+mod text_cell;
 mod transfer_report;
 // Command pipelines (`calibra eval`, `report`, `crs`, `compare-ranks`): the binary only wires them.
 mod bootstrap_warning;
@@ -59,7 +65,9 @@ mod profile_scoring;
 mod reliability_figures;
 mod run_records;
 mod score_ranking;
+mod transfer_table;
 
+pub use calibration_tables::{CalibrationReport, ReportRow, set_fit_lines, set_table};
 pub use convergence_report::convergence_section;
 pub use csv_cells::{CellColumns, ConditionColumns, CsvTableError, Number, RunColumns, run_columns};
 pub use eval_report::{
@@ -70,6 +78,9 @@ pub use focus_report::{encoder_analyses_section, focus_section};
 pub use html::report_html;
 pub use line_chart::{ChartAxes, Series, line_chart};
 pub use markdown::{format_number, markdown_table};
+pub use metrics_report::{
+    MetricsReport, MetricsReportError, summarize_predictions, summarize_selective_predictions,
+};
 pub use png::{PngError, svg_to_png};
 pub use profile_bars::{ProfileBar, profile_bars};
 pub use rank_displacement::rank_displacement;
@@ -78,6 +89,7 @@ pub use reliability_grid::{GridPanel, reliability_grid};
 pub use selective_report::selective_section;
 pub use svg::Svg;
 pub use tau_dots::tau_dots;
+pub use text_cell::cell;
 pub use transfer_report::summary_line as transfer_summary_line;
 
 pub use crs_table::CrsRow;
@@ -92,3 +104,4 @@ pub use evaluator_settings::{SettingsError, eval_command_line, store_eval_option
 pub use frozen_weights::{FrozenWeightsError, check_frozen_weights};
 pub use profile_scoring::{ProfileScoring, ProfileScoringError, ProfileScoringOptions, score_profiles};
 pub use score_ranking::{ScoreFileError, compare_score_files, rank_comparison_table, read_scores};
+pub use transfer_table::transfer_score_table;

@@ -4,7 +4,7 @@
 //! Owns: the recipe schema and its validation ([`recipe`], [`names`]); the grid — fits, record slots,
 //! feature passes ([`grid`]) — and the dry-run cost model ([`cost`]); fit keys ([`run_key`]); the run
 //! store — layout ([`snapshot`]), commit protocol and crash recovery ([`store`]), lock ([`lock`]);
-//! shards ([`shard`]), merging ([`merge`]), repair of a store whose journal and records disagree ([`repair`]); and the grid loop ([`runner`]) over an executor
+//! shards ([`shard`]), merging ([`merge`], with the recipe carried along: [`merge_recipe`]), repair of a store whose journal and records disagree ([`repair`], its report: [`repair_report`]); and the grid loop ([`runner`]) over an executor
 //! ([`executor`]), which fits and returns a fitted model ([`fitted`]); the runner predicts it,
 //! calibrates and scores the predictions and builds the records once for every regime
 //! ([`slot_outputs`]), on datasets loaded once per grid ([`datasets`]); running a recipe into its
@@ -30,9 +30,11 @@ pub mod grid_counts;
 pub mod locate;
 pub mod lock;
 pub mod merge;
+pub mod merge_recipe;
 pub mod names;
 pub mod recipe;
 pub mod repair;
+pub mod repair_report;
 pub mod run_key;
 pub mod runner;
 pub mod shard;
@@ -48,6 +50,7 @@ pub use executor::{ExecError, Executor, NoProgress, Progress, RunContext};
 pub use fitted::{FitOutcome, Fitted, PredictRequest};
 pub use grid::{FeaturePass, FitConfig, FitMethod, FitSpec, Slot, expand, feature_passes};
 pub use merge::{MergeSummary, merge_stores};
+pub use merge_recipe::{MergeOutcome, MergeRecipeError, RecipeCopy, merge_with_recipe};
 pub use recipe::{Recipe, ValidationOptions};
 pub use repair::{RepairSummary, repair_store};
 pub use run_key::FitKey;

@@ -9,8 +9,10 @@
 //! produced by `scripts/golden/transfer.py`.
 //!
 //! Owns: input validation for features and targets (NaN/inf named by row), the estimators, their
-//! shared covariance pass, the ranker. Must not depend on: burn, any file format (callers read
-//! safetensors / npy), or any calibra crate other than calibra-metrics (rank statistics).
+//! shared covariance pass, the ranker, and the one file format its inputs come in outside calibra
+//! ([`npy`]: numpy `.npy` features and labels, read into [`Features`] / [`Targets`] by
+//! [`npy_input`]). Must not depend on: burn, calibra's own files (callers read the safetensors of
+//! `calibra features`), or any calibra crate other than calibra-metrics (rank statistics).
 //! All numerics are f64; faer runs sequentially and rayon only over fixed work units combined in a
 //! fixed order, so results are bit-identical at any thread count.
 #![forbid(unsafe_code)]
@@ -33,6 +35,8 @@ mod linalg;
 pub mod logme;
 pub mod moments;
 pub mod nleep;
+pub mod npy;
+pub mod npy_input;
 pub mod pca;
 pub mod quintile;
 pub mod ranker;
@@ -53,6 +57,8 @@ pub use leep::leep;
 pub use logme::{LogmeBasis, logme_classes, logme_regression};
 pub use moments::ClassStats;
 pub use nleep::{NleepOptions, nleep};
+pub use npy::{NpyArray, NpyError, read_npy};
+pub use npy_input::{NpyInputError, TargetKind, features_from_npy, labels_from_npy, targets_from_classes};
 pub use ranker::{ArchGroup, Candidate, Family, PairRule, RankedCandidate, Ranker, estimator_ranks};
 pub use score::{ScoreOptions, ScoreReport, score};
 pub use transrate::{TRANSRATE_EPS, transrate};
