@@ -8,8 +8,7 @@
 //! the five acquisition perturbations of the protocol ([`mod@perturb`]); and preprocessing (decode with
 //! the EXIF orientation applied, grayscale → 3 channels, resize ([`resample`] for bilinear), centre
 //! crop, normalise from a Hugging Face
-//! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]) and an optional on-disk
-//! cache of preprocessed tensors ([`cache`]).
+//! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]).
 //!
 //! Must not depend on: burn or any model code, nor on the evaluator crates (metrics, calibrate, crs):
 //! it produces samples and pixels, it scores nothing.
@@ -34,7 +33,6 @@
 //! was detected is printed on stderr, and an ambiguous path is an error listing the candidates.
 #![forbid(unsafe_code)]
 
-pub mod cache;
 pub mod dataset;
 pub mod detect;
 pub mod error;
@@ -52,16 +50,13 @@ pub mod spec;
 pub mod split;
 pub mod synth;
 
-pub use cache::TensorCache;
 pub use dataset::{Dataset, LabelSpace, Metadata, Sample, Sex, SkippedSample, Split, Target, TaskKind};
 pub use detect::{Detected, detect};
 pub use error::DataError;
 pub use image_source::{ImageArray, ImageSource};
 pub use perturb::{Perturbation, Severity, perturb, perturbation_seed};
 pub use pixels::ImageU8;
-pub use preprocess::{
-    PreprocessConfig, Tensor3, decode_samples, preprocess_samples, preprocess_samples_cached,
-};
+pub use preprocess::{PreprocessConfig, Tensor3, decode_samples, preprocess_samples};
 pub use readers::{
     BadImagePolicy, LoadOptions, UncertaintyPolicy, check_spec_options, load_dataset, synth_config,
 };
