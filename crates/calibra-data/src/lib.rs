@@ -39,6 +39,8 @@ pub mod error;
 pub mod filters;
 pub mod hashing;
 pub mod image_source;
+pub mod label_space;
+pub mod metadata;
 pub mod perturb;
 pub mod pixels;
 pub mod preprocess;
