@@ -8,11 +8,11 @@
 //! transformers' `CLIPModel` / `CLIPTokenizer`.
 //!
 //! Training (`training`): both towers in full, the symmetric multi-positive contrastive loss
-//! ([`contrastive`]) with a learnable `logit_scale` clamped at ln 100 as in CLIP, AdamW + linear warmup
-//! + cosine, global-norm clipping, on the one training loop. Determinism: the initial weights come
-//! from ChaCha20 streams seeded by SHA-256(seed, tensor name), the batch order of epoch `e` is
-//! [`epoch_order`](crate::trainer::epoch_order)`(n, seed, e)`, and every caption choice is a SplitMix
-//! hash of (seed, step or epoch, image); the same plan gives the same bytes.
+//! ([`contrastive`]) with a learnable `logit_scale` clamped at ln 100 as in CLIP, AdamW with linear
+//! warmup and cosine decay, global-norm clipping, on the one training loop. Determinism: the initial
+//! weights come from ChaCha20 streams seeded by SHA-256(seed, tensor name), the batch order of epoch
+//! `e` is [`epoch_order`](crate::trainer::epoch_order)`(n, seed, e)`, and every caption choice is a
+//! SplitMix hash of (seed, step or epoch, image); the same plan gives the same bytes.
 //!
 //! [`pretrain_clip`] runs the steps in order: `check_plan`, the tasks, `learn_vocabulary`,
 //! `write_initial`, the training pool, `training::train_contrastive`, `save_trained`, then

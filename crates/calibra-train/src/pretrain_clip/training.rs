@@ -192,6 +192,16 @@ pub(super) fn train_contrastive(
     Ok(Trained { model: end.model, losses: end.losses, total_steps, steps_per_epoch })
 }
 
+/// One contrastive batch of `B` images.
+struct ContrastiveBatch {
+    /// `[B, c, h, w]`.
+    images: Tensor<4>,
+    /// Each image's caption ids, padded to the longest.
+    ids: Vec<Vec<u32>>,
+    /// `[B·B]`: whether images `i` and `j` have the identical caption.
+    positives: Vec<bool>,
+}
+
 /// CLIP pretraining's part of the training loop.
 struct ContrastiveSteps<'a> {
     pool: &'a TrainingPool,
@@ -203,12 +213,8 @@ struct ContrastiveSteps<'a> {
 }
 
 impl ContrastiveSteps<'_> {
-    /// The batch's images `[B, c, h, w]`, its padded caption ids and the mask of pairs with
-    /// identical captions.
-    fn assemble(
-        &mut self,
-        batch: &Batch<'_>,
-    ) -> Result<(Tensor<4>, Vec<Vec<u32>>, Vec<bool>), PretrainError> {
+    /// The batch's images, padded caption ids and identical-caption mask.
+    fn assemble(&mut self, batch: &Batch<'_>) -> Result<ContrastiveBatch, PretrainError> {
         let pool = self.pool;
         let indices = batch.indices;
         let image_len: usize = pool.shape.iter().product();
@@ -226,7 +232,7 @@ impl ContrastiveSteps<'_> {
         let [c, h, w] = pool.shape;
         let images =
             Tensor::<4>::from_data(TensorData::new(batch_pixels, [indices.len(), c, h, w]), self.device);
-        Ok((images, ids, positives))
+        Ok(ContrastiveBatch { images, ids, positives })
     }
 }
 
@@ -242,7 +248,7 @@ impl TrainingSteps for ContrastiveSteps<'_> {
         if batch.indices.len() < 2 {
             return Ok((model, Stepped::Skipped));
         }
-        let (images, ids, positives) = self.assemble(batch)?;
+        let ContrastiveBatch { images, ids, positives } = self.assemble(batch)?;
         let logits = model.logits(images, &ids, self.device)?;
         let loss = contrastive_loss(logits, &positives)?;
         let loss_value = finite_value(&loss)
