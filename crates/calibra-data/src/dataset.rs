@@ -1,51 +1,14 @@
-//! The common dataset types every reader yields: [`Dataset`], [`Sample`], [`Target`], [`Metadata`].
+//! The common dataset types every reader yields: [`Dataset`], [`Sample`], [`Split`], [`SkippedSample`];
+//! a sample's [`Target`] and [`LabelSpace`] live in [`crate::label_space`], its [`Metadata`] in
+//! [`crate::metadata`] (re-exported here), so that the synthetic suites, which draw them, need not
+//! depend on this file.
 
 use crate::error::DataError;
 use crate::image_source::ImageSource;
+pub use crate::label_space::{LabelSpace, Target, TaskKind};
+pub use crate::metadata::{Metadata, Sex};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
-
-/// What kind of labels a dataset carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskKind {
-    /// One class per sample out of `k` unordered classes (ISIC 2019, ImageFolder).
-    Multiclass,
-    /// One grade per sample out of `k` ordered grades (APTOS 2019 0–4, RetinaMNIST).
-    Ordinal,
-    /// `k` independent binary labels per sample, each possibly missing (CheXpert, MIMIC-CXR, ChestMNIST).
-    Multilabel,
-}
-
-/// The label space: the task kind and the class (or label) names in index order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LabelSpace {
-    pub kind: TaskKind,
-    pub names: Vec<String>,
-}
-
-impl LabelSpace {
-    /// Number of classes (multiclass, ordinal) or labels (multilabel).
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    /// True when there are no classes at all.
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-}
-
-/// The label(s) of one sample.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Target {
-    /// Class (or grade) index into [`LabelSpace::names`].
-    Class(usize),
-    /// One entry per label: `Some(true)` positive, `Some(false)` negative, `None` missing
-    /// (blank, or uncertain under the `ignore` policy): excluded from that label's metrics.
-    Labels(Vec<Option<bool>>),
-}
+use std::collections::HashSet;
 
 /// The three evaluation splits of the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -79,39 +42,6 @@ impl Split {
             Split::Test => "test",
         }
     }
-}
-
-/// Patient sex as recorded by the source (anything else is left in [`Metadata::extra`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Sex {
-    Female,
-    Male,
-}
-
-impl Sex {
-    /// Parses `female`, `f`, `male`, `m` (case-insensitive); anything else (blank, `Unknown`) is `None`.
-    pub fn parse(value: &str) -> Option<Sex> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "female" | "f" => Some(Sex::Female),
-            "male" | "m" => Some(Sex::Male),
-            _ => None,
-        }
-    }
-}
-
-/// Optional per-sample metadata used by subgroup and quality-stratum analyses.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Metadata {
-    /// Age in years.
-    pub age: Option<f64>,
-    pub sex: Option<Sex>,
-    /// Image quality score (higher is better), when the source has one.
-    pub quality: Option<f64>,
-    /// Acquisition site / institution.
-    pub site: Option<String>,
-    /// Any other column of the manifest, by name.
-    pub extra: BTreeMap<String, String>,
 }
 
 /// One image with its label(s).

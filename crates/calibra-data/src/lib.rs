@@ -8,8 +8,7 @@
 //! the five acquisition perturbations of the protocol ([`mod@perturb`]); and preprocessing (decode with
 //! the EXIF orientation applied, grayscale → 3 channels, resize ([`resample`] for bilinear), centre
 //! crop, normalise from a Hugging Face
-//! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]) and an optional on-disk
-//! cache of preprocessed tensors ([`cache`]).
+//! `preprocessor_config.json`) with rayon-parallel decoding ([`preprocess`]).
 //!
 //! Also owns looking at a dataset as a person would: its inspection report ([`inspect`]: counts per
 //! split and class, label fractions, metadata coverage, problems) and a gallery of its perturbed
@@ -38,7 +37,6 @@
 //! was detected is printed on stderr, and an ambiguous path is an error listing the candidates.
 #![forbid(unsafe_code)]
 
-pub mod cache;
 pub mod dataset;
 pub mod detect;
 pub mod error;
@@ -46,6 +44,8 @@ pub mod filters;
 pub mod hashing;
 pub mod image_source;
 pub mod inspect;
+pub mod label_space;
+pub mod metadata;
 pub mod perturb;
 pub mod perturb_gallery;
 pub mod pixels;
@@ -58,16 +58,13 @@ pub mod spec;
 pub mod split;
 pub mod synth;
 
-pub use cache::TensorCache;
 pub use dataset::{Dataset, LabelSpace, Metadata, Sample, Sex, SkippedSample, Split, Target, TaskKind};
 pub use detect::{Detected, detect};
 pub use error::DataError;
 pub use image_source::{ImageArray, ImageSource};
 pub use perturb::{Perturbation, Severity, perturb, perturbation_seed};
 pub use pixels::ImageU8;
-pub use preprocess::{
-    PreprocessConfig, Tensor3, decode_samples, preprocess_samples, preprocess_samples_cached,
-};
+pub use preprocess::{PreprocessConfig, Tensor3, decode_samples, preprocess_samples};
 pub use readers::{
     BadImagePolicy, LoadOptions, UncertaintyPolicy, check_spec_options, load_dataset, synth_config,
 };

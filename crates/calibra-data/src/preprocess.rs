@@ -11,7 +11,6 @@
 //! 3 bicubic (default 3); the `image` crate's filters approximate Pillow's (antialiased when
 //! downscaling) but are not bit-identical.
 
-use crate::cache::TensorCache;
 use crate::dataset::{Dataset, SkippedSample};
 use crate::error::DataError;
 use crate::pixels::ImageU8;
@@ -242,23 +241,14 @@ pub fn decode_samples<T: Send>(
     policy: BadImagePolicy,
     transform: impl Fn(usize, ImageU8) -> Result<T, DataError> + Sync,
 ) -> Result<Decoded<T>, DataError> {
-    for_each_sample(dataset, indices, policy, |i| transform(i, dataset.samples[i].image.load()?))
-}
-
-/// Runs `work` on every index in parallel and applies the bad-image policy to its errors.
-fn for_each_sample<T: Send>(
-    dataset: &Dataset,
-    indices: &[usize],
-    policy: BadImagePolicy,
-    work: impl Fn(usize) -> Result<T, DataError> + Sync,
-) -> Result<Decoded<T>, DataError> {
     if let Some(&bad) = indices.iter().find(|&&i| i >= dataset.len()) {
         return Err(DataError::Invalid(format!(
             "sample index {bad} out of range ({} samples)",
             dataset.len()
         )));
     }
-    let results: Vec<Result<T, DataError>> = indices.par_iter().map(|&i| work(i)).collect();
+    let results: Vec<Result<T, DataError>> =
+        indices.par_iter().map(|&i| transform(i, dataset.samples[i].image.load()?)).collect();
     let mut out = Decoded { items: Vec::with_capacity(indices.len()), skipped: Vec::new() };
     for (&i, r) in indices.iter().zip(results) {
         match (r, policy) {
@@ -287,22 +277,6 @@ pub fn preprocess_samples(
     policy: BadImagePolicy,
 ) -> Result<Decoded<Tensor3>, DataError> {
     decode_samples(dataset, indices, policy, |_, image| Ok(config.apply(&image)))
-}
-
-/// As [`preprocess_samples`], reading and filling `cache` (keyed by image source and `config`), so
-/// cached samples are not decoded at all.
-pub fn preprocess_samples_cached(
-    dataset: &Dataset,
-    indices: &[usize],
-    config: &PreprocessConfig,
-    policy: BadImagePolicy,
-    cache: &TensorCache,
-) -> Result<Decoded<Tensor3>, DataError> {
-    let transform = format!("{config:?}");
-    for_each_sample(dataset, indices, policy, |i| {
-        let source = &dataset.samples[i].image;
-        cache.get_or_compute(source, &transform, "clean", || Ok(config.apply(&source.load()?)))
-    })
 }
 
 #[cfg(test)]

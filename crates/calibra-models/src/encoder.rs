@@ -12,6 +12,7 @@ use burn::store::{ModuleStore, SafetensorsStore};
 use crate::clip::ClipVisionTransformer;
 use crate::clip::keys::clip_vision_keymap;
 use crate::dinov2::{Dinov2, Dinov2Config, dinov2_key_map};
+pub use crate::encoder_output::EncoderOutput;
 use crate::error::ModelError;
 use crate::hf::load::check_fits_file;
 use crate::hf::{
@@ -19,20 +20,6 @@ use crate::hf::{
 };
 use crate::siglip::{SiglipVisionTransformer, siglip_vision_keymap};
 use crate::vit::{Vit, VitConfig, vit_key_map};
-
-/// Outputs of one forward pass of a vision encoder.
-#[derive(Debug, Clone)]
-pub struct EncoderOutput {
-    /// Final token states after the last LayerNorm, `[b, tokens, d]` (HF `last_hidden_state`).
-    pub last_hidden_state: Tensor<3>,
-    /// CLS token of `last_hidden_state`, `[b, d]` (HF DINOv2 `pooler_output`).
-    pub cls: Tensor<2>,
-    /// HF ViT/DeiT tanh pooler output `[b, pooler_size]` when the checkpoint has a pooler.
-    pub pooler_output: Option<Tensor<2>>,
-    /// When requested: embedding output then each block's output, before the final LayerNorm
-    /// (HF `hidden_states`, `num_layers + 1` entries); empty otherwise.
-    pub hidden_states: Vec<Tensor<3>>,
-}
 
 /// The family-specific module.
 #[derive(Module, Debug)]

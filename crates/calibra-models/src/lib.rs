@@ -11,6 +11,7 @@ pub mod layers;
 
 pub mod dinov2;
 pub mod encoder;
+pub mod encoder_output;
 pub mod vit;
 
 // LoRA layers and PEFT adapter IO (written by the lead; keep this line).
@@ -22,5 +23,6 @@ pub mod tokenizer;
 pub mod tokenizer_train;
 
 pub use device::{DeviceKind, parse_device};
-pub use encoder::{Encoder, EncoderModel, EncoderOutput};
+pub use encoder::{Encoder, EncoderModel};
+pub use encoder_output::EncoderOutput;
 pub use error::{KeyReport, ModelError};

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 
-use crate::encoder::EncoderOutput;
+use crate::encoder_output::EncoderOutput;
 use crate::error::ModelError;
 use crate::hf::load::blocks_min_weights;
 use crate::hf::{HfConfig, KeyMap};

@@ -437,13 +437,35 @@ pub fn pretrain(
         // Overwrites config.json (unchanged) and model.safetensors with the trained encoder.
         encoder.valid().save_pretrained(&dir)?;
     }
-    let weights = dir.join("model.safetensors");
-    let bytes = fs::read(&weights).map_err(io(&weights))?;
-    let parsed = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| PretrainError::Invalid(format!("{}: {e}", weights.display())))?;
-    let parameters = parsed.tensors().iter().map(|(_, v)| v.shape().iter().product::<usize>()).sum();
-    let weights_sha256 = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-    Ok(PretrainReport { dir, tasks: outcomes, parameters, weights_bytes: bytes.len() as u64, weights_sha256 })
+    let weights = WeightsSummary::read(&dir.join("model.safetensors"))?;
+    Ok(PretrainReport {
+        dir,
+        tasks: outcomes,
+        parameters: weights.parameters,
+        weights_bytes: weights.bytes,
+        weights_sha256: weights.sha256,
+    })
+}
+
+/// What a made checkpoint's `model.safetensors` holds, for its report and model card.
+pub(crate) struct WeightsSummary {
+    /// Number of weights (every tensor's element count).
+    pub(crate) parameters: usize,
+    /// File size in bytes.
+    pub(crate) bytes: u64,
+    /// SHA-256 of the file, hex.
+    pub(crate) sha256: String,
+}
+
+impl WeightsSummary {
+    pub(crate) fn read(weights: &Path) -> Result<Self, PretrainError> {
+        let bytes = fs::read(weights).map_err(io(weights))?;
+        let parsed = safetensors::SafeTensors::deserialize(&bytes)
+            .map_err(|e| PretrainError::Invalid(format!("{}: {e}", weights.display())))?;
+        let parameters = parsed.tensors().iter().map(|(_, v)| v.shape().iter().product::<usize>()).sum();
+        let sha256 = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        Ok(WeightsSummary { parameters, bytes: bytes.len() as u64, sha256 })
+    }
 }
 
 /// Held-out accuracy of the constant prediction that is the majority on the training rows (ties: the

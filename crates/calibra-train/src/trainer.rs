@@ -1,6 +1,8 @@
-//! The training loop shared by LoRA, full fine-tuning and MLP-style heads: AdamW, linear warmup +
-//! cosine decay, global-norm gradient clipping, seeded batch order and dropout, and crash-safe
-//! checkpoints from which a killed run resumes to the same final weights as an uninterrupted one.
+//! The image trainer, for LoRA, full fine-tuning, MLP-style heads and ViT pretraining: a classifier
+//! on in-memory images ([`TrainSet`]) with AdamW, linear warmup + cosine decay, global-norm gradient
+//! clipping, seeded dropout, per-epoch held-out curves with early stopping, and crash-safe
+//! checkpoints from which a killed run resumes to the same final weights as an uninterrupted one. It
+//! runs on the one training loop ([`crate::training_loop`]), which owns the batch schedule.
 //!
 //! Determinism: the batch order of epoch `e` is a ChaCha20 shuffle seeded by `(seed, e)`, and
 //! burn's random stream (dropout masks) is re-seeded before every step from `(seed, step)`. The
@@ -13,9 +15,6 @@ use std::path::{Path, PathBuf};
 use burn::module::Module;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::early_stopping::{EarlyStopping, Verdict};
@@ -24,6 +23,8 @@ use crate::grad_clip::clip_grad_norm;
 use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::WarmupCosine;
 use crate::training_curve::{EpochRecord, Monitor, mean_loss};
+use crate::training_loop::{Batch, LoopPlan, Stepped, TrainingSteps, at_step, mix};
+pub use crate::training_loop::{StepReport, epoch_order};
 
 /// A model trained to classify: preprocessed images `[b, c, h, w]` → logits `[b, K]`.
 pub trait Classifier: Module + Clone {
@@ -198,18 +199,6 @@ impl TrainSet {
     }
 }
 
-/// What one step did, for progress reporting.
-#[derive(Debug, Clone, Copy)]
-pub struct StepReport {
-    pub step: usize,
-    pub total_steps: usize,
-    pub epoch: usize,
-    pub loss: f64,
-    pub lr: f64,
-    pub grad_norm: f64,
-    pub images: usize,
-}
-
 /// The AdamW optimiser of `config` (its moments, ε and decoupled weight decay) and the warmup +
 /// cosine schedule of its peak lr over `total_steps` (warmup: `ceil(warmup_ratio · total_steps)`).
 pub(crate) fn adamw_with_schedule(
@@ -280,31 +269,6 @@ struct CheckpointState {
 /// The file of the best epoch's weights in a checkpoint (early stopping only).
 const BEST_FILE: &str = "best.bpk";
 
-fn mix(seed: u64, x: u64) -> u64 {
-    // SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
-    let mut z = seed ^ x.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The order in which epoch `epoch` visits the training set.
-pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut ChaCha20Rng::seed_from_u64(mix(seed, epoch as u64)));
-    order
-}
-
-/// Names the optimiser step (1-based) of a non-finite loss.
-pub(crate) fn at_step(e: TrainError, step: usize, total_steps: usize) -> TrainError {
-    match e {
-        TrainError::NonFinite { what, value } => {
-            TrainError::NonFinite { what: format!("{what} at step {step} of {total_steps}"), value }
-        }
-        other => other,
-    }
-}
-
 /// Train `model` (its trainable parameters: those with `require_grad`) on `data` with `loss`.
 ///
 /// `device` must be an autodiff device and `model` must live on it. With `checkpoint_dir`, the run
@@ -355,48 +319,18 @@ pub fn train_monitored<M: Classifier>(
     data.check()?;
     let steps_per_epoch = data.len().div_ceil(config.batch_size);
     let total_steps = steps_per_epoch * config.epochs;
-    let (mut optimizer, schedule) = adamw_with_schedule(config, total_steps)?;
-
-    let mut model = model;
-    let mut start = 0;
-    let mut losses = Vec::with_capacity(total_steps);
-    let mut resumed_from = None;
-    let mut curve: Vec<EpochRecord> = Vec::new();
-    let mut stopping = config.early_stopping.map(EarlyStopping::new);
-    let mut best_model: Option<M> = None;
-    let mut stopped_early = false;
-    if let Some(dir) = checkpoint_dir
-        && let Some((state, path)) = crate::checkpoint_dir::read_state::<CheckpointState>(dir)?
-    {
-        if state.config != *config || state.n_train != data.len() {
-            return Err(TrainerError::Checkpoint {
-                path,
-                why: "was written by a run with another config or training set; remove it to start over"
-                    .into(),
-            });
-        }
-        model = model
-            .try_load_file(path.join("model.bpk"))
-            .map_err(|e| TrainerError::Checkpoint { path: path.clone(), why: format!("model.bpk: {e}") })?;
-        optimizer = optimizer.load(path.join("optimizer.bpk")).map_err(|e| TrainerError::Checkpoint {
-            path: path.clone(),
-            why: format!("optimizer.bpk: {e}"),
-        })?;
-        start = state.step;
-        losses = state.losses;
-        curve = state.curve;
-        stopped_early = state.stopped_early;
-        if state.early_stopping.is_some() {
-            stopping = state.early_stopping;
-        }
-        if stopping.as_ref().is_some_and(|s| s.best.is_some()) {
-            let best = model.clone().try_load_file(path.join(BEST_FILE)).map_err(|e| {
-                TrainerError::Checkpoint { path: path.clone(), why: format!("{BEST_FILE}: {e}") }
-            })?;
-            best_model = Some(best);
-        }
-        resumed_from = Some(start);
-    }
+    let (optimizer, schedule) = adamw_with_schedule(config, total_steps)?;
+    let Start {
+        model,
+        optimizer,
+        step: start,
+        losses,
+        mut curve,
+        stopping,
+        best_model,
+        stopped_early,
+        resumed_from,
+    } = start_or_resume(model, optimizer, config, data.len(), checkpoint_dir)?;
     if let Some(m) = monitor
         && curve.is_empty()
     {
@@ -405,86 +339,196 @@ pub fn train_monitored<M: Classifier>(
         curve.push(EpochRecord { epoch: 0, train_loss, calibration_loss, calibration_auroc });
     }
 
-    let mut order: Vec<usize> = Vec::new();
-    let mut order_epoch = usize::MAX;
+    let plan = LoopPlan {
+        n: data.len(),
+        batch_size: config.batch_size,
+        steps_per_epoch,
+        total_steps,
+        order_seed: config.seed,
+        checkpoint_every: checkpoint_dir.map(|_| config.checkpoint_every),
+    };
     let run_to = if stopped_early { start } else { total_steps };
-    for step in start..run_to {
-        let epoch = step / steps_per_epoch;
-        if epoch != order_epoch {
-            order = epoch_order(data.len(), config.seed, epoch);
-            order_epoch = epoch;
-        }
-        let within = step % steps_per_epoch;
-        let end = ((within + 1) * config.batch_size).min(data.len());
-        let indices = &order[within * config.batch_size..end];
-        device.seed(mix(config.seed, 1 << 40 | step as u64));
-        let logits = model.logits(data.images(indices, device));
-        let value = loss.forward(&data.loss_batch(logits, indices)?)?;
-        let loss_value = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
-        let lr = schedule.lr(step);
-        let grad_norm;
-        (model, grad_norm) = update(model, value, &mut optimizer, lr, config.max_grad_norm)?;
-        losses.push(loss_value);
-        progress(&StepReport {
-            step: step + 1,
-            total_steps,
-            epoch,
-            loss: loss_value,
-            lr,
-            grad_norm,
-            images: indices.len(),
-        });
-        let done = step + 1;
-        let mut stop = false;
-        if let Some(m) = monitor
-            && done.is_multiple_of(steps_per_epoch)
-        {
-            let epoch_losses = &losses[losses.len() - steps_per_epoch..];
-            let train_loss = epoch_losses.iter().sum::<f64>() / steps_per_epoch as f64;
-            let (calibration_loss, calibration_auroc) = m.evaluate(&model, loss, device)?;
-            curve.push(EpochRecord { epoch: epoch + 1, train_loss, calibration_loss, calibration_auroc });
-            if let Some(s) = stopping.as_mut() {
-                match s.observe(epoch + 1, calibration_loss) {
-                    Verdict::Improved => best_model = Some(model.clone()),
-                    Verdict::Worse => {}
-                    Verdict::Stop => stop = done < total_steps,
-                }
-            }
-        }
-        stopped_early = stop;
-        if let Some(dir) = checkpoint_dir
-            && (stop || crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every))
-        {
-            let mut modules: Vec<(&str, &M)> = vec![("model.bpk", &model)];
-            if let Some(best) = &best_model {
-                modules.push((BEST_FILE, best));
-            }
-            crate::checkpoint_dir::write(
-                dir,
-                &modules,
-                &optimizer,
-                &CheckpointState {
-                    format: 1,
-                    step: done,
-                    config: config.clone(),
-                    n_train: data.len(),
-                    losses: losses.clone(),
-                    curve: curve.clone(),
-                    early_stopping: stopping.clone(),
-                    stopped_early: stop,
-                },
-            )?;
-        }
-        if stop {
-            break;
-        }
-    }
+    let mut steps = ImageSteps {
+        data,
+        loss,
+        config,
+        device,
+        optimizer,
+        schedule,
+        monitor,
+        steps_per_epoch,
+        checkpoint_dir,
+        curve,
+        stopping,
+        best_model,
+    };
+    let end = crate::training_loop::run(&mut steps, model, &plan, start..run_to, losses, progress)?;
+    let ImageSteps { curve, stopping, best_model, .. } = steps;
     let best_epoch = stopping.as_ref().and_then(EarlyStopping::best_epoch);
     let model = match best_model {
         Some(best) if stopping.is_some() => best,
-        _ => model,
+        _ => end.model,
     };
-    Ok(TrainOutcome { model, total_steps, resumed_from, losses, curve, best_epoch, stopped_early })
+    Ok(TrainOutcome {
+        model,
+        total_steps,
+        resumed_from,
+        losses: end.losses,
+        curve,
+        best_epoch,
+        stopped_early: stopped_early || end.stopped_early,
+    })
+}
+
+/// Where a run starts: the given model and optimiser at step 0, or the state of a checkpoint.
+struct Start<M> {
+    model: M,
+    optimizer: ModuleOptimizer,
+    step: usize,
+    losses: Vec<f64>,
+    curve: Vec<EpochRecord>,
+    stopping: Option<EarlyStopping>,
+    best_model: Option<M>,
+    stopped_early: bool,
+    resumed_from: Option<usize>,
+}
+
+/// The newest checkpoint under `checkpoint_dir` (weights, AdamW moments, losses, curve, early-stopping
+/// state and best weights), refused when another config or training-set size wrote it; else a fresh
+/// start.
+fn start_or_resume<M: Classifier>(
+    model: M,
+    optimizer: ModuleOptimizer,
+    config: &TrainConfig,
+    n_train: usize,
+    checkpoint_dir: Option<&Path>,
+) -> Result<Start<M>, TrainerError> {
+    let stopping = config.early_stopping.map(EarlyStopping::new);
+    let Some((state, path)) =
+        checkpoint_dir.map(crate::checkpoint_dir::read_state::<CheckpointState>).transpose()?.flatten()
+    else {
+        return Ok(Start {
+            model,
+            optimizer,
+            step: 0,
+            losses: Vec::new(),
+            curve: Vec::new(),
+            stopping,
+            best_model: None,
+            stopped_early: false,
+            resumed_from: None,
+        });
+    };
+    if state.config != *config || state.n_train != n_train {
+        return Err(TrainerError::Checkpoint {
+            path,
+            why: "was written by a run with another config or training set; remove it to start over".into(),
+        });
+    }
+    let model = model
+        .try_load_file(path.join("model.bpk"))
+        .map_err(|e| TrainerError::Checkpoint { path: path.clone(), why: format!("model.bpk: {e}") })?;
+    let optimizer = optimizer
+        .load(path.join("optimizer.bpk"))
+        .map_err(|e| TrainerError::Checkpoint { path: path.clone(), why: format!("optimizer.bpk: {e}") })?;
+    let stopping = if state.early_stopping.is_some() { state.early_stopping } else { stopping };
+    let best_model = if stopping.as_ref().is_some_and(|s| s.best.is_some()) {
+        let best = model
+            .clone()
+            .try_load_file(path.join(BEST_FILE))
+            .map_err(|e| TrainerError::Checkpoint { path: path.clone(), why: format!("{BEST_FILE}: {e}") })?;
+        Some(best)
+    } else {
+        None
+    };
+    Ok(Start {
+        model,
+        optimizer,
+        step: state.step,
+        losses: state.losses,
+        curve: state.curve,
+        stopping,
+        best_model,
+        stopped_early: state.stopped_early,
+        resumed_from: Some(state.step),
+    })
+}
+
+/// The image trainer's part of the training loop: a batch of images and targets through the
+/// classifier and the loss, one AdamW update; after each epoch, the monitored held-out set and early
+/// stopping; the checkpoint with the best epoch's weights.
+struct ImageSteps<'a, 'm, M> {
+    data: &'a TrainSet,
+    loss: &'a dyn Loss,
+    config: &'a TrainConfig,
+    device: &'a Device,
+    optimizer: ModuleOptimizer,
+    schedule: WarmupCosine,
+    monitor: Option<&'a Monitor<'m>>,
+    steps_per_epoch: usize,
+    checkpoint_dir: Option<&'a Path>,
+    curve: Vec<EpochRecord>,
+    stopping: Option<EarlyStopping>,
+    best_model: Option<M>,
+}
+
+impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
+    type Model = M;
+    type Error = TrainerError;
+
+    /// burn's random stream (dropout) is re-seeded from `(seed, step)` before the forward pass.
+    fn step(&mut self, model: M, batch: &Batch<'_>) -> Result<(M, Stepped), TrainerError> {
+        let (data, indices) = (self.data, batch.indices);
+        self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
+        let logits = model.logits(data.images(indices, self.device));
+        let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
+        let loss = finite_value(&value).map_err(|e| at_step(e, batch.step + 1, batch.total_steps))?;
+        let lr = self.schedule.lr(batch.step);
+        let (model, grad_norm) = update(model, value, &mut self.optimizer, lr, self.config.max_grad_norm)?;
+        Ok((model, Stepped::Updated { loss, lr, grad_norm }))
+    }
+
+    fn epoch_end(&mut self, model: &M, epoch: usize, losses: &[f64]) -> Result<bool, TrainerError> {
+        let Some(m) = self.monitor else {
+            return Ok(false);
+        };
+        let epoch_losses = &losses[losses.len() - self.steps_per_epoch..];
+        let train_loss = epoch_losses.iter().sum::<f64>() / self.steps_per_epoch as f64;
+        let (calibration_loss, calibration_auroc) = m.evaluate(model, self.loss, self.device)?;
+        self.curve.push(EpochRecord { epoch: epoch + 1, train_loss, calibration_loss, calibration_auroc });
+        let Some(s) = self.stopping.as_mut() else {
+            return Ok(false);
+        };
+        Ok(match s.observe(epoch + 1, calibration_loss) {
+            Verdict::Improved => {
+                self.best_model = Some(model.clone());
+                false
+            }
+            Verdict::Worse => false,
+            Verdict::Stop => true,
+        })
+    }
+
+    fn checkpoint(&mut self, model: &M, done: usize, losses: &[f64], stop: bool) -> Result<(), TrainerError> {
+        let Some(dir) = self.checkpoint_dir else {
+            return Ok(());
+        };
+        let mut modules: Vec<(&str, &M)> = vec![("model.bpk", model)];
+        if let Some(best) = &self.best_model {
+            modules.push((BEST_FILE, best));
+        }
+        let state = CheckpointState {
+            format: 1,
+            step: done,
+            config: self.config.clone(),
+            n_train: self.data.len(),
+            losses: losses.to_vec(),
+            curve: self.curve.clone(),
+            early_stopping: self.stopping.clone(),
+            stopped_early: stop,
+        };
+        Ok(crate::checkpoint_dir::write(dir, &modules, &self.optimizer, &state)?)
+    }
 }
 
 impl From<crate::checkpoint_dir::CheckpointFault> for TrainerError {

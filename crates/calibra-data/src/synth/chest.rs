@@ -24,8 +24,9 @@
 //!    The labelling rules are the same at both sites, so a drop from A to B is a shift effect.
 
 use super::canvas::{Canvas, ValueNoise, soft_inside};
-use super::normal_clamped;
-use crate::dataset::{LabelSpace, Metadata, Sex, TaskKind};
+use super::draw::{case_metadata, normal_clamped};
+use crate::label_space::{LabelSpace, TaskKind};
+use crate::metadata::{Metadata, Sex};
 use crate::pixels::ImageU8;
 use rand::Rng;
 
@@ -86,7 +87,7 @@ pub fn draw<R: Rng>(rng: &mut R, site_b: bool) -> Case {
     }
     f[13] = rng.random::<f64>() < if site_b { 0.4 } else { 0.3 };
     f[0] = !f[1..13].iter().any(|&x| x);
-    let metadata = super::case_metadata(age, sex, quality, if site_b { "B" } else { "A" });
+    let metadata = case_metadata(age, sex, quality, if site_b { "B" } else { "A" });
     Case { findings: f, metadata, quality }
 }
 

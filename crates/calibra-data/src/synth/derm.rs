@@ -15,8 +15,9 @@
 //!    so the low-quality stratum is harder.
 
 use super::canvas::{Canvas, ValueNoise, soft_inside};
-use super::{categorical, normal_clamped};
-use crate::dataset::{LabelSpace, Metadata, Sex, TaskKind};
+use super::draw::{case_metadata, categorical, normal_clamped};
+use crate::label_space::{LabelSpace, TaskKind};
+use crate::metadata::{Metadata, Sex};
 use crate::pixels::ImageU8;
 use rand::Rng;
 
@@ -130,7 +131,7 @@ pub fn draw<R: Rng>(rng: &mut R) -> Case {
     } else {
         true_class
     };
-    let metadata = super::case_metadata(age, sex, quality, "A");
+    let metadata = case_metadata(age, sex, quality, "A");
     Case { true_class, recorded_class, metadata, quality }
 }
 

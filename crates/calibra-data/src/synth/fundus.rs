@@ -16,8 +16,9 @@
 //!    (pigmentation 0.92×), a nuisance a subgroup analysis may pick up.
 
 use super::canvas::{Canvas, soft_inside};
-use super::{categorical, normal_clamped};
-use crate::dataset::{LabelSpace, Metadata, Sex, TaskKind};
+use super::draw::{case_metadata, categorical, normal_clamped};
+use crate::label_space::{LabelSpace, TaskKind};
+use crate::metadata::{Metadata, Sex};
 use crate::pixels::ImageU8;
 use rand::Rng;
 
@@ -56,7 +57,7 @@ pub fn draw<R: Rng>(rng: &mut R) -> Case {
     } else {
         true_grade
     };
-    let metadata = super::case_metadata(age, sex, quality, "A");
+    let metadata = case_metadata(age, sex, quality, "A");
     Case { true_grade, recorded_grade, metadata, quality }
 }
 

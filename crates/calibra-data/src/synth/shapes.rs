@@ -16,7 +16,8 @@
 //! 5. Quality q: Gaussian blur σ = (1 − q) · size/64 pixels and noise σ = 0.05 (1 − q).
 
 use super::canvas::{Canvas, ValueNoise, soft_inside};
-use crate::dataset::{LabelSpace, Metadata, TaskKind};
+use crate::label_space::{LabelSpace, TaskKind};
+use crate::metadata::Metadata;
 use crate::pixels::ImageU8;
 use rand::Rng;
 

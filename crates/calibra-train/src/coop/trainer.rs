@@ -15,9 +15,12 @@
 //! (template [`CoopConfig::zero_shot_template`]). The learning rate is Dassl's constant-warmup
 //! cosine, constant within an epoch.
 //!
-//! Determinism: the batch order of epoch `e` is [`epoch_order`]`(n, seed, e)` and nothing else is
-//! random (the random context init is seeded by `seed`), so the run is a function of its inputs,
-//! config and seed; a resumed run ends with the same context as an uninterrupted one.
+//! The steps run on the one training loop ([`crate::training_loop`]).
+//!
+//! Determinism: the batch order of epoch `e` is
+//! [`epoch_order`](crate::training_loop::epoch_order)`(n, seed, e)` and nothing else is random (the
+//! random context init is seeded by `seed`), so the run is a function of its inputs, config and seed;
+//! a resumed run ends with the same context as an uninterrupted one.
 
 use std::path::Path;
 
@@ -34,7 +37,7 @@ use super::kgcoop::knowledge_guidance;
 use super::prograd::{distillation_loss, project_conflicting};
 use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::ConstantWarmupCosine;
-use crate::trainer::{StepReport, epoch_order};
+use crate::training_loop::{Batch, LoopPlan, StepReport, Stepped, TrainingSteps, at_step};
 
 /// The result of [`train_coop`].
 #[derive(Debug)]
@@ -240,24 +243,87 @@ pub fn train_prompt_learner(
         resumed_from = Some(start);
     }
 
-    let mut order: Vec<usize> = Vec::new();
-    let mut order_epoch = usize::MAX;
-    for step in start..total_steps {
-        let epoch = step / steps_per_epoch;
-        if epoch != order_epoch {
-            order = epoch_order(n, config.seed, epoch);
-            order_epoch = epoch;
-        }
-        let within = step % steps_per_epoch;
-        let end = ((within + 1) * config.batch_size).min(n);
-        let indices = &order[within * config.batch_size..end];
+    let plan = LoopPlan {
+        n,
+        batch_size: config.batch_size,
+        steps_per_epoch,
+        total_steps,
+        order_seed: config.seed,
+        checkpoint_every: checkpoint_dir.map(|_| config.checkpoint_every),
+    };
+    let mut steps = PromptSteps {
+        model,
+        classnames,
+        labels,
+        loss,
+        config,
+        plain,
+        images,
+        scale,
+        zero_shot,
+        zs_logits,
+        schedule,
+        optimizer,
+        checkpoint_dir,
+    };
+    let end = crate::training_loop::run(&mut steps, learner, &plan, start..total_steps, losses, progress)?;
+    let learner = end.model;
+
+    let text = l2_normalize(learner.text_features(model)?).inner();
+    let p = text.dims()[1];
+    let text_features: Vec<f32> = text.to_data().iter::<f32>().collect();
+    Ok(CoopOutcome {
+        learner,
+        losses: end.losses,
+        text_features,
+        dim: p,
+        scale: f64::from(scale),
+        total_steps,
+        resumed_from,
+    })
+}
+
+/// The CoOp trainer's part of the training loop: a batch of cached image features against the
+/// prompts' text features, the method's loss and gradient (ProGrad: projected), one SGD step at the
+/// epoch's learning rate; checkpoints of the context.
+struct PromptSteps<'a> {
+    model: &'a ClipModel,
+    classnames: &'a [String],
+    labels: &'a [usize],
+    loss: &'a dyn Loss,
+    config: &'a CoopConfig,
+    /// The device of the frozen inputs (the context trains on its autodiff view).
+    plain: Device,
+    /// Every training row's L2-normalised image features, `[n, dim]`.
+    images: Tensor<2>,
+    /// `exp(logit_scale)`.
+    scale: f32,
+    zero_shot: Option<ZeroShotClassifier>,
+    /// The frozen zero-shot logits of every training row, when the method or the loss needs them.
+    zs_logits: Option<Tensor<2>>,
+    schedule: ConstantWarmupCosine,
+    optimizer: ModuleOptimizer,
+    checkpoint_dir: Option<&'a Path>,
+}
+
+impl TrainingSteps for PromptSteps<'_> {
+    type Model = PromptLearner;
+    type Error = CoopError;
+
+    fn step(
+        &mut self,
+        learner: PromptLearner,
+        batch: &Batch<'_>,
+    ) -> Result<(PromptLearner, Stepped), CoopError> {
+        let (model, loss, scale) = (self.model, self.loss, self.scale);
+        let (step, total_steps, indices) = (batch.step, batch.total_steps, batch.indices);
         let index = Tensor::<1, Int>::from_data(
             TensorData::new(indices.iter().map(|&i| i as i64).collect::<Vec<i64>>(), [indices.len()]),
-            &plain,
+            &self.plain,
         );
-        let batch_images = images.clone().select(0, index.clone());
-        let batch_labels: Vec<usize> = indices.iter().map(|&i| labels[i]).collect();
-        let batch_zs = zs_logits.as_ref().map(|z| z.clone().select(0, index));
+        let batch_images = self.images.clone().select(0, index.clone());
+        let batch_labels: Vec<usize> = indices.iter().map(|&i| self.labels[i]).collect();
+        let batch_zs = self.zs_logits.as_ref().map(|z| z.clone().select(0, index));
 
         let forward = |learner: &PromptLearner| -> Result<(Tensor<2>, Tensor<2>), CoopError> {
             let text = l2_normalize(learner.text_features(model)?);
@@ -273,20 +339,18 @@ pub fn train_prompt_learner(
             Ok(loss.forward(&batch)?)
         };
         let ctx_id = learner.ctx.id;
-        let (loss_value, grads) = match config.method {
+        let (loss_value, grads) = match self.config.method {
             CoopMethod::Coop => {
                 let (logits, _) = forward(&learner)?;
                 let value = task_loss(logits)?;
-                let v =
-                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
+                let v = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
                 (v, GradientsParams::from_grads(value.backward(), &learner))
             }
             CoopMethod::KgCoop { lambda } => {
                 let (logits, text) = forward(&learner)?;
-                let clip = zero_shot.as_ref().expect("built for KgCoOp").class_embeddings.clone();
+                let clip = self.zero_shot.as_ref().expect("built for KgCoOp").class_embeddings.clone();
                 let value = task_loss(logits)? + knowledge_guidance(text, clip) * lambda;
-                let v =
-                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
+                let v = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
                 (v, GradientsParams::from_grads(value.backward(), &learner))
             }
             CoopMethod::ProGrad { lambda, temperature } => {
@@ -294,13 +358,12 @@ pub fn train_prompt_learner(
                 let (logits, _) = forward(&learner)?;
                 let teacher = batch_zs.clone().expect("built for ProGrad");
                 let kl = distillation_loss(logits, teacher, temperature);
-                finite_value(&kl).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
+                finite_value(&kl).map_err(|e| at_step(e, step + 1, total_steps))?;
                 let mut kl_grads = GradientsParams::from_grads(kl.backward(), &learner);
                 let g_kl = kl_grads.remove::<3>(ctx_id).map(|g| host(&g));
                 let (logits, _) = forward(&learner)?;
                 let value = task_loss(logits)?;
-                let v =
-                    finite_value(&value).map_err(|e| crate::trainer::at_step(e, step + 1, total_steps))?;
+                let v = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
                 let mut grads = GradientsParams::from_grads(value.backward(), &learner);
                 if let (Some(g_kl), Some(g)) = (g_kl, grads.remove::<3>(ctx_id)) {
                     let dims = g.dims();
@@ -315,46 +378,31 @@ pub fn train_prompt_learner(
         };
         let grad_norm =
             grads.get::<3>(ctx_id).map(|g| host(&g).iter().map(|x| x * x).sum::<f64>().sqrt()).unwrap_or(0.0);
-        let lr = schedule.lr(epoch);
-        learner = optimizer.step(lr, learner, grads);
-        losses.push(loss_value);
-        progress(&StepReport {
-            step: step + 1,
-            total_steps,
-            epoch,
-            loss: loss_value,
-            lr,
-            grad_norm,
-            images: indices.len(),
-        });
-        let done = step + 1;
-        if let Some(dir) = checkpoint_dir
-            && crate::checkpoint_dir::due(done, total_steps, config.checkpoint_every)
-        {
-            let state = CoopState {
-                format: 1,
-                step: done,
-                config: config.clone(),
-                classnames: classnames.to_vec(),
-                n_train: n,
-                losses: losses.clone(),
-            };
-            checkpoint::write(dir, &learner, &optimizer, &state)?;
-        }
+        let lr = self.schedule.lr(batch.epoch);
+        let learner = self.optimizer.step(lr, learner, grads);
+        Ok((learner, Stepped::Updated { loss: loss_value, lr, grad_norm }))
     }
 
-    let text = l2_normalize(learner.text_features(model)?).inner();
-    let p = text.dims()[1];
-    let text_features: Vec<f32> = text.to_data().iter::<f32>().collect();
-    Ok(CoopOutcome {
-        learner,
-        losses,
-        text_features,
-        dim: p,
-        scale: f64::from(scale),
-        total_steps,
-        resumed_from,
-    })
+    fn checkpoint(
+        &mut self,
+        learner: &PromptLearner,
+        done: usize,
+        losses: &[f64],
+        _stop: bool,
+    ) -> Result<(), CoopError> {
+        let Some(dir) = self.checkpoint_dir else {
+            return Ok(());
+        };
+        let state = CoopState {
+            format: 1,
+            step: done,
+            config: self.config.clone(),
+            classnames: self.classnames.to_vec(),
+            n_train: self.labels.len(),
+            losses: losses.to_vec(),
+        };
+        checkpoint::write(dir, learner, &self.optimizer, &state)
+    }
 }
 
 /// A tensor's values on the host, as f64.

@@ -7,37 +7,42 @@
 //! [`calibra_models::clip::ClipModel::load`], the encoder's CLIP vision path, [`ClipTokenizer`] and
 //! transformers' `CLIPModel` / `CLIPTokenizer`.
 //!
-//! Training: both towers in full, the symmetric multi-positive contrastive loss ([`contrastive`]) with
-//! a learnable `logit_scale` clamped at ln 100 as in CLIP, AdamW + linear warmup + cosine, global-norm
-//! clipping. Determinism: the initial weights come from ChaCha20 streams seeded by SHA-256(seed, tensor
-//! name), the batch order of epoch `e` is [`epoch_order`]`(n, seed, e)`, and every caption choice is a
+//! Training (`training`): both towers in full, the symmetric multi-positive contrastive loss
+//! ([`contrastive`]) with a learnable `logit_scale` clamped at ln 100 as in CLIP, AdamW with linear
+//! warmup and cosine decay, global-norm clipping, on the one training loop. Determinism: the initial
+//! weights come from ChaCha20 streams seeded by SHA-256(seed, tensor name), the batch order of epoch
+//! `e` is [`epoch_order`](crate::trainer::epoch_order)`(n, seed, e)`, and every caption choice is a
 //! SplitMix hash of (seed, step or epoch, image); the same plan gives the same bytes.
+//!
+//! [`pretrain_clip`] runs the steps in order: `check_plan`, the tasks, `learn_vocabulary`,
+//! `write_initial`, the training pool, `training::train_contrastive`, `save_trained`, then
+//! `score_zero_shot` per task on the checkpoint as written.
 
 pub mod captions;
 pub mod contrastive;
 pub mod evaluate;
 pub mod init;
+mod training;
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use burn::module::{Module, Param};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::module::Module;
+use burn::tensor::Device;
 use calibra_data::PreprocessConfig;
-use calibra_models::clip::{ClipModel, fill_template, l2_normalize};
+use calibra_models::clip::ClipModel;
 use calibra_models::tokenizer::ClipTokenizer;
-use calibra_models::tokenizer_train::{learn_clip_bpe, write_clip_tokenizer};
-use sha2::{Digest, Sha256};
+use calibra_models::tokenizer_train::{LearnedBpe, learn_clip_bpe, write_clip_tokenizer};
 
-use self::captions::{P1, all_captions, caption_subject, classnames, default_templates};
-use self::contrastive::{contrastive_loss, identical_caption_mask};
+use self::captions::{P1, all_captions, classnames, default_templates};
 use self::evaluate::{is_multilabel, label_aurocs, top1_accuracy, zero_shot_logits};
 pub use self::init::{ClipArchitecture, LOGIT_SCALE_INIT};
-use crate::features::{FeatureCondition, image_batch};
-use crate::losses::finite_value;
-use crate::pretrain::{LoadedTask, PretrainError, io, kind_name, load_task, majority_accuracy};
-use crate::trainer::{StepReport, TrainConfig, adamw_with_schedule, epoch_order, update};
+use self::training::{Captions, ContrastiveClip, TrainingPool, train_contrastive};
+use crate::pretrain::{
+    LoadedTask, PretrainError, WeightsSummary, io, kind_name, load_task, majority_accuracy,
+};
+use crate::trainer::{StepReport, TrainConfig};
 
 /// CLIP's clamp on the learnable log temperature: `exp(logit_scale) ≤ 100`.
 pub const MAX_LOGIT_SCALE: f64 = 4.605_170_185_988_091; // ln 100
@@ -154,49 +159,6 @@ pub struct ClipPretrainReport {
     pub logit_scale: f32,
 }
 
-/// The module trained: the CLIP plus its learnable log temperature (a burn parameter here; a plain
-/// scalar in [`ClipModel`], which neither zero-shot nor CoOp trains).
-#[derive(Module, Debug)]
-struct ContrastiveClip {
-    clip: ClipModel,
-    logit_scale: Param<Tensor<1>>,
-}
-
-impl ContrastiveClip {
-    /// `min(logit_scale, ln 100)`, `[1]`.
-    fn clamped_scale(&self) -> Tensor<1> {
-        self.logit_scale.val().clamp_max(MAX_LOGIT_SCALE)
-    }
-
-    /// `exp(clamped logit_scale) · l2n(image_features) · l2n(text_features)ᵀ`, `[B, B]`.
-    fn logits(
-        &self,
-        images: Tensor<4>,
-        ids: &[Vec<u32>],
-        device: &Device,
-    ) -> Result<Tensor<2>, PretrainError> {
-        let img = l2_normalize(self.clip.image_features(images)?);
-        let txt = l2_normalize(self.clip.text_features(ids, device)?);
-        let scale = self.clamped_scale().exp().reshape([1, 1]);
-        Ok(img.matmul(txt.transpose()) * scale)
-    }
-}
-
-/// SplitMix64 finaliser of `seed` mixed with `a` and `b`.
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// One training image: its task and dataset row, and its pixels' offset in the pool.
-struct PoolItem {
-    task: usize,
-    row: usize,
-}
-
 /// Makes `plan` in `out_dir/<name>/` (replaced if present): learns the vocabulary from every caption
 /// the templates can produce, writes the initial checkpoint, trains, writes the trained model and
 /// scores zero-shot on the held-out images. `device` is the plain device; training runs on its
@@ -207,6 +169,59 @@ pub fn pretrain_clip(
     device: &Device,
     progress: &mut dyn FnMut(&StepReport),
 ) -> Result<ClipPretrainReport, PretrainError> {
+    check_plan(plan)?;
+    let tasks: Vec<LoadedTask> =
+        plan.tasks.iter().map(|t| load_task(&t.spec, plan.holdout_every)).collect::<Result<_, _>>()?;
+    let names: Vec<Vec<String>> = tasks.iter().map(|t| classnames(&t.dataset)).collect();
+    let bpe = learn_vocabulary(plan, &tasks, &names)?;
+    let made = write_initial(plan, &bpe, out_dir)?;
+    let pool = TrainingPool::build(&tasks, &made.preprocess)?;
+
+    let autodiff = device.clone().autodiff();
+    let dir_spec = made
+        .dir
+        .to_str()
+        .ok_or_else(|| PretrainError::Invalid(format!("{}: not UTF-8", made.dir.display())))?;
+    let model = ContrastiveClip::load(dir_spec, &autodiff)?;
+    let captions = Captions {
+        seed: plan.seed,
+        tasks: &tasks,
+        names: &names,
+        templates: plan.tasks.iter().map(|t| t.templates.as_slice()).collect(),
+        tokenizer: &made.tokenizer,
+        cache: HashMap::new(),
+    };
+    let trained = train_contrastive(model, &plan.train, &pool, captions, &autodiff, progress)?;
+    let logit_scale = save_trained(&trained.model, &made)?;
+    let (first_epoch_loss, final_epoch_loss) =
+        (trained.epoch_mean(0), trained.epoch_mean(plan.train.epochs - 1));
+
+    // Score what was written, as a user loads it.
+    let (saved, _) = ClipModel::load(dir_spec, device)?;
+    let outcomes = tasks
+        .iter()
+        .zip(&plan.tasks)
+        .map(|(task, plan_task)| score_zero_shot(&saved, &made, task, plan_task, device))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let weights = WeightsSummary::read(&made.dir.join("model.safetensors"))?;
+    Ok(ClipPretrainReport {
+        dir: made.dir,
+        tasks: outcomes,
+        parameters: weights.parameters,
+        weights_bytes: weights.bytes,
+        weights_sha256: weights.sha256,
+        vocab_size: bpe.vocab_size(),
+        merges: bpe.merges.len(),
+        total_steps: trained.total_steps,
+        first_epoch_loss,
+        final_epoch_loss,
+        logit_scale,
+    })
+}
+
+/// A plan's own errors: a plain directory name, a task, a contrastive batch (two images or more).
+fn check_plan(plan: &ClipPretrainPlan) -> Result<(), PretrainError> {
     if plan.name.is_empty() || plan.name.contains(['/', '\\']) || plan.name.starts_with('.') {
         return Err(PretrainError::Invalid(format!(
             "checkpoint name `{}` must be a plain directory name",
@@ -222,122 +237,53 @@ pub fn pretrain_clip(
             plan.train.epochs, plan.train.batch_size
         )));
     }
-    let tasks: Vec<LoadedTask> =
-        plan.tasks.iter().map(|t| load_task(&t.spec, plan.holdout_every)).collect::<Result<_, _>>()?;
-    let names: Vec<Vec<String>> = tasks.iter().map(|t| classnames(&t.dataset)).collect();
+    Ok(())
+}
 
-    // Vocabulary: every caption of every task, merges learnt until each word is one token.
+/// The vocabulary: every caption of every task, merges learnt until each word is one token.
+fn learn_vocabulary(
+    plan: &ClipPretrainPlan,
+    tasks: &[LoadedTask],
+    names: &[Vec<String>],
+) -> Result<LearnedBpe, PretrainError> {
     let mut corpus = Vec::new();
-    for ((task, plan_task), names) in tasks.iter().zip(&plan.tasks).zip(&names) {
+    for ((task, plan_task), names) in tasks.iter().zip(&plan.tasks).zip(names) {
         corpus.extend(all_captions(&plan_task.templates, names, is_multilabel(task))?);
     }
-    let bpe = learn_clip_bpe(&corpus, usize::MAX);
+    Ok(learn_clip_bpe(&corpus, usize::MAX))
+}
 
+/// The checkpoint directory being made, with what its initial files say.
+struct InitialClip {
+    dir: PathBuf,
+    /// The `config.json` written (saved again with the trained weights).
+    config_json: serde_json::Value,
+    tokenizer: ClipTokenizer,
+    preprocess: PreprocessConfig,
+}
+
+/// Replaces `out_dir/<name>/` by the initial checkpoint and the tokenizer files, and reads them back.
+fn write_initial(
+    plan: &ClipPretrainPlan,
+    bpe: &LearnedBpe,
+    out_dir: &Path,
+) -> Result<InitialClip, PretrainError> {
     let dir = out_dir.join(&plan.name);
     if dir.exists() {
         fs::remove_dir_all(&dir).map_err(io(&dir))?;
     }
-    let config_json = init::write_initial_clip(&plan.arch, &bpe, plan.seed, &dir)?;
-    write_clip_tokenizer(&bpe, plan.arch.max_positions, &dir)
+    let config_json = init::write_initial_clip(&plan.arch, bpe, plan.seed, &dir)?;
+    write_clip_tokenizer(bpe, plan.arch.max_positions, &dir)
         .map_err(|e| PretrainError::Invalid(format!("{}: {e}", dir.display())))?;
     let tokenizer = ClipTokenizer::from_dir(&dir)
         .map_err(|e| PretrainError::Invalid(format!("{}: {e}", dir.display())))?;
     let preprocess = PreprocessConfig::from_hf_file(&dir.join("preprocessor_config.json"))
         .map_err(|source| PretrainError::Data { spec: plan.name.clone(), source })?;
+    Ok(InitialClip { dir, config_json, tokenizer, preprocess })
+}
 
-    // The training pool: every task's training rows, preprocessed once.
-    let mut pool = Vec::new();
-    let mut pixels = Vec::new();
-    let mut shape = [0usize; 3];
-    for (t, task) in tasks.iter().enumerate() {
-        let batch = image_batch(&task.dataset, &task.train_rows, &preprocess, FeatureCondition::Clean)
-            .map_err(|e| PretrainError::Invalid(format!("task `{}`: {e}", task.spec)))?;
-        shape = batch.shape;
-        pixels.extend(batch.pixels);
-        pool.extend(task.train_rows.iter().map(|&row| PoolItem { task: t, row }));
-    }
-    let image_len: usize = shape.iter().product();
-
-    let autodiff = device.clone().autodiff();
-    let dir_spec =
-        dir.to_str().ok_or_else(|| PretrainError::Invalid(format!("{}: not UTF-8", dir.display())))?;
-    let (clip, _) = ClipModel::load(dir_spec, &autodiff)?;
-    let logit_scale =
-        Param::from_tensor(Tensor::<1>::from_data(TensorData::new(vec![clip.logit_scale], [1]), &autodiff));
-    let mut model = ContrastiveClip { clip, logit_scale };
-
-    let config = &plan.train;
-    let batch_size = config.batch_size;
-    let steps_per_epoch = pool.len().div_ceil(batch_size);
-    let total_steps = steps_per_epoch * config.epochs;
-    let (mut optimizer, schedule) =
-        adamw_with_schedule(config, total_steps).map_err(|e| PretrainError::Invalid(e.to_string()))?;
-    let mut token_cache: HashMap<String, Vec<u32>> = HashMap::new();
-    let mut losses = Vec::with_capacity(total_steps);
-    let mut order = Vec::new();
-    for step in 0..total_steps {
-        let epoch = step / steps_per_epoch;
-        if step % steps_per_epoch == 0 {
-            order = epoch_order(pool.len(), plan.seed, epoch);
-        }
-        let within = step % steps_per_epoch;
-        let indices = &order[within * batch_size..((within + 1) * batch_size).min(pool.len())];
-        if indices.len() < 2 {
-            // A last batch of one image has no negative; it is skipped (counted, no update).
-            losses.push(f64::NAN);
-            continue;
-        }
-        let mut batch_pixels = Vec::with_capacity(indices.len() * image_len);
-        let mut ids = Vec::with_capacity(indices.len());
-        for &p in indices {
-            let item = &pool[p];
-            batch_pixels.extend_from_slice(&pixels[p * image_len..(p + 1) * image_len]);
-            let templates = &plan.tasks[item.task].templates;
-            let template =
-                &templates[(mix(plan.seed, step as u64, item.task as u64) % templates.len() as u64) as usize];
-            let pick = mix(plan.seed ^ 0x5EED, epoch as u64, p as u64);
-            let subject = caption_subject(&tasks[item.task].dataset, &names[item.task], item.row, pick);
-            let caption = fill_template(template, &subject)?;
-            let encoded = match token_cache.get(&caption) {
-                Some(v) => v.clone(),
-                None => {
-                    let v = tokenizer
-                        .encode_truncated(&caption)
-                        .map_err(|e| PretrainError::Invalid(format!("caption {caption:?}: {e}")))?;
-                    token_cache.insert(caption.clone(), v.clone());
-                    v
-                }
-            };
-            ids.push(encoded);
-        }
-        let positives = identical_caption_mask(&ids);
-        let longest = ids.iter().map(Vec::len).max().unwrap_or(0);
-        for row in &mut ids {
-            row.resize(longest, tokenizer.pad_id());
-        }
-        let [c, h, w] = shape;
-        let images =
-            Tensor::<4>::from_data(TensorData::new(batch_pixels, [indices.len(), c, h, w]), &autodiff);
-        let logits = model.logits(images, &ids, &autodiff)?;
-        let loss = contrastive_loss(logits, &positives)?;
-        let loss_value =
-            finite_value(&loss).map_err(|e| PretrainError::Invalid(format!("step {}: {e}", step + 1)))?;
-        let lr = schedule.lr(step);
-        let grad_norm;
-        (model, grad_norm) = update(model, loss, &mut optimizer, lr, config.max_grad_norm)
-            .map_err(|e| PretrainError::Invalid(e.to_string()))?;
-        losses.push(loss_value);
-        progress(&StepReport {
-            step: step + 1,
-            total_steps,
-            epoch,
-            loss: loss_value,
-            lr,
-            grad_norm,
-            images: indices.len(),
-        });
-    }
-
+/// Writes the trained CLIP over the initial weights, its `logit_scale` clamped; returns that scale.
+fn save_trained(model: &ContrastiveClip, made: &InitialClip) -> Result<f32, PretrainError> {
     let mut clip = model.clip.valid();
     let scale: Vec<f32> = model
         .clamped_scale()
@@ -345,69 +291,48 @@ pub fn pretrain_clip(
         .try_to_vec::<f32>()
         .map_err(|e| PretrainError::Invalid(format!("logit_scale: {e:?}")))?;
     clip.logit_scale = scale[0];
-    clip.save_pretrained(&dir, &config_json)?;
-    let epoch_mean = |e: usize| {
-        let v: Vec<f64> = losses[e * steps_per_epoch..(e + 1) * steps_per_epoch]
-            .iter()
-            .copied()
-            .filter(|l| l.is_finite())
-            .collect();
-        v.iter().sum::<f64>() / v.len().max(1) as f64
+    clip.save_pretrained(&made.dir, &made.config_json)?;
+    Ok(clip.logit_scale)
+}
+
+/// Zero-shot scores of the saved CLIP on `task`'s held-out images: P1 top-1 and the template
+/// ensemble's top-1 for single-label tasks, per-label P1 AUROC for multilabel tasks.
+fn score_zero_shot(
+    saved: &ClipModel,
+    made: &InitialClip,
+    task: &LoadedTask,
+    plan_task: &CaptionTask,
+    device: &Device,
+) -> Result<ZeroShotOutcome, PretrainError> {
+    let p1 = [P1.to_string()];
+    let (logits, features) =
+        zero_shot_logits(saved, &made.tokenizer, task, &p1, &made.preprocess, None, device)?;
+    let mut outcome = ZeroShotOutcome {
+        spec: task.spec.clone(),
+        kind: kind_name(task.dataset.labels.kind).into(),
+        n_train: task.train_rows.len(),
+        n_holdout: task.holdout_rows.len(),
+        accuracy_p1: None,
+        accuracy_ensemble: None,
+        majority_accuracy: majority_accuracy(task),
+        label_auroc_p1: Vec::new(),
     };
-    let (first_epoch_loss, final_epoch_loss) = (epoch_mean(0), epoch_mean(config.epochs - 1));
-
-    // Score what was written, as a user loads it.
-    let (saved, _) = ClipModel::load(dir_spec, device)?;
-    let mut outcomes = Vec::new();
-    for (task, plan_task) in tasks.iter().zip(&plan.tasks) {
-        let p1 = [P1.to_string()];
-        let (logits, features) = zero_shot_logits(&saved, &tokenizer, task, &p1, &preprocess, None, device)?;
-        let mut outcome = ZeroShotOutcome {
-            spec: task.spec.clone(),
-            kind: kind_name(task.dataset.labels.kind).into(),
-            n_train: task.train_rows.len(),
-            n_holdout: task.holdout_rows.len(),
-            accuracy_p1: None,
-            accuracy_ensemble: None,
-            majority_accuracy: majority_accuracy(task),
-            label_auroc_p1: Vec::new(),
-        };
-        if is_multilabel(task) {
-            outcome.label_auroc_p1 = label_aurocs(task, &logits);
-        } else {
-            outcome.accuracy_p1 = Some(top1_accuracy(task, &logits));
-            let (ensemble, _) = zero_shot_logits(
-                &saved,
-                &tokenizer,
-                task,
-                &plan_task.templates,
-                &preprocess,
-                Some(&features),
-                device,
-            )?;
-            outcome.accuracy_ensemble = Some(top1_accuracy(task, &ensemble));
-        }
-        outcomes.push(outcome);
+    if is_multilabel(task) {
+        outcome.label_auroc_p1 = label_aurocs(task, &logits);
+    } else {
+        outcome.accuracy_p1 = Some(top1_accuracy(task, &logits));
+        let (ensemble, _) = zero_shot_logits(
+            saved,
+            &made.tokenizer,
+            task,
+            &plan_task.templates,
+            &made.preprocess,
+            Some(&features),
+            device,
+        )?;
+        outcome.accuracy_ensemble = Some(top1_accuracy(task, &ensemble));
     }
-
-    let weights = dir.join("model.safetensors");
-    let bytes = fs::read(&weights).map_err(io(&weights))?;
-    let parsed = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| PretrainError::Invalid(format!("{}: {e}", weights.display())))?;
-    let parameters = parsed.tensors().iter().map(|(_, v)| v.shape().iter().product::<usize>()).sum();
-    Ok(ClipPretrainReport {
-        dir,
-        tasks: outcomes,
-        parameters,
-        weights_bytes: bytes.len() as u64,
-        weights_sha256: Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect(),
-        vocab_size: bpe.vocab_size(),
-        merges: bpe.merges.len(),
-        total_steps,
-        first_epoch_loss,
-        final_epoch_loss,
-        logit_scale: clip.logit_scale,
-    })
+    Ok(outcome)
 }
 
 fn fmt_opt(v: Option<f64>) -> String {
