@@ -3,7 +3,8 @@
 //! Owns: the in-memory [`Predictions`] table (ids, targets, logit or probability columns), the CSV
 //! reader with errors that name the file, line and column, the writer, and [`write_atomically`]
 //! (temp file + fsync + rename) that every calibra output goes through so a crash never leaves a
-//! half-written file.
+//! half-written file; and the one dispatch from a table to calibra-metrics' summaries
+//! ([`summarize_predictions`], [`summarize_selective_predictions`]).
 //!
 //! File format (CSV, header required):
 //! - `id`: a unique sample identifier;
@@ -19,11 +20,13 @@
 mod atomic_write;
 mod error;
 mod read;
+mod summary;
 mod table;
 mod write;
 
 pub use atomic_write::{write_atomically, write_atomically_with};
 pub use error::PredictionsError;
 pub use read::{read_predictions, read_predictions_from};
+pub use summary::{summarize_predictions, summarize_selective_predictions};
 pub use table::{Predictions, ScoreKind, Targets, Task};
 pub use write::{write_predictions, write_predictions_to};

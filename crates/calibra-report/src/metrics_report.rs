@@ -3,11 +3,9 @@
 //! ([`calibra_metrics::SelectiveSummary`]) — as one JSON document (the original keys, then the
 //! selective keys) or as the terminal table.
 
-use calibra_metrics::{
-    MetricSummary, MetricsError, SelectiveSummary, SummaryOptions, SummaryTask, summarize_multilabel,
-    summarize_selective_multilabel, summarize_selective_single_label, summarize_single_label,
-};
-use calibra_predictions::{Predictions, Targets};
+use calibra_metrics::{MetricSummary, MetricsError, SelectiveSummary, SummaryOptions, SummaryTask};
+use calibra_predictions::Predictions;
+pub use calibra_predictions::{summarize_predictions, summarize_selective_predictions};
 use serde::Serialize;
 use std::fmt::Write;
 use thiserror::Error;
@@ -21,29 +19,6 @@ pub enum MetricsReportError {
     Summary { file: String, source: MetricsError },
     #[error("computing selective-prediction metrics of {file}")]
     Selective { file: String, source: MetricsError },
-}
-
-/// The metric set of a predictions table, whatever its task.
-pub fn summarize_predictions(
-    predictions: &Predictions,
-    options: &SummaryOptions,
-) -> Result<MetricSummary, MetricsError> {
-    let probs = predictions.probabilities();
-    let k = predictions.num_classes();
-    match predictions.targets() {
-        Targets::Classes(labels) => summarize_single_label(&probs, predictions.logits(), k, labels, options),
-        Targets::Labels(values) => summarize_multilabel(&probs, k, values, options),
-    }
-}
-
-/// The selective-prediction metric set of a predictions table, whatever its task.
-pub fn summarize_selective_predictions(predictions: &Predictions) -> Result<SelectiveSummary, MetricsError> {
-    let probs = predictions.probabilities();
-    let k = predictions.num_classes();
-    match predictions.targets() {
-        Targets::Classes(labels) => summarize_selective_single_label(&probs, predictions.logits(), k, labels),
-        Targets::Labels(values) => summarize_selective_multilabel(&probs, k, values),
-    }
 }
 
 /// The `calibra metrics` document: serialised, the summary's keys, then the selective keys.

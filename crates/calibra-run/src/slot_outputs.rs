@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use calibra_calibrate::{CalibratorOptions, FittedCalibrator, Method, calibrator_for};
 use calibra_crs::{Condition, RunRecord};
 use calibra_data::{Dataset, RowTargets, Split};
-use calibra_metrics::{SummaryOptions, summarize_multilabel, summarize_single_label};
-use calibra_predictions::{Predictions, ScoreKind, Targets, write_predictions_to};
+use calibra_metrics::SummaryOptions;
+use calibra_predictions::{Predictions, ScoreKind, Targets, summarize_predictions, write_predictions_to};
 
 use crate::datasets::{DatasetCache, split_of};
 use crate::executor::{ExecError, RunContext};
@@ -171,13 +171,7 @@ fn record_of(fit: &FitSpec, slot: &Slot, metrics: BTreeMap<String, f64>) -> RunR
 
 /// The metric set of a predictions table, as record metrics (undefined ones omitted).
 pub fn record_metrics(p: &Predictions) -> Result<BTreeMap<String, f64>, ExecError> {
-    let probs = p.probabilities();
-    let k = p.num_classes();
-    let options = SummaryOptions::default();
-    let s = match p.targets() {
-        Targets::Classes(labels) => summarize_single_label(&probs, p.logits(), k, labels, &options)?,
-        Targets::Labels(values) => summarize_multilabel(&probs, k, values, &options)?,
-    };
+    let s = summarize_predictions(p, &SummaryOptions::default())?;
     Ok([
         ("accuracy", s.accuracy),
         ("macro_auroc", s.macro_auroc),
