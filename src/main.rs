@@ -9,6 +9,10 @@ mod cli;
 #[derive(Debug, Parser)]
 #[command(name = "calibra", version, about, long_about = None)]
 struct Cli {
+    /// CPU threads for the numeric work (burn's CPU backend, calibrators, metrics, bootstrap).
+    /// Default: `RAYON_NUM_THREADS` if set, else every core. Results do not depend on it.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -52,13 +56,27 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let outcome = set_thread_count(cli.threads).and_then(|()| run(cli.command));
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Sizes rayon's global pool, which burn's CPU backend and calibra's own parallel loops share. Without
+/// `--threads` rayon reads `RAYON_NUM_THREADS`, else uses every core.
+fn set_thread_count(threads: Option<usize>) -> Result<()> {
+    let Some(threads) = threads else { return Ok(()) };
+    if threads == 0 {
+        anyhow::bail!("--threads must be at least 1, got 0");
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .map_err(|e| anyhow::anyhow!("could not start {threads} CPU threads (--threads): {e}"))
 }
 
 fn run(command: Command) -> Result<()> {
