@@ -44,12 +44,26 @@ impl ModuleVisitor for SquaredNorms<'_> {
             _ => grad,
         };
         let dtype = grad.dtype();
-        let sum = grad.square().sum();
+        let sum = sum_of_squares(grad);
         match self.sums.iter_mut().find(|(d, _)| *d == dtype) {
             Some((_, acc)) => *acc = acc.clone().add(sum),
             None => self.sums.push((dtype, sum)),
         }
     }
+}
+
+/// `Σ g²` over one gradient, the same bits at any thread count: the rows of the last axis are summed
+/// first, each by one thread, then the row sums. burn-flex's whole-tensor `sum` of 4 Mi elements or
+/// more is a rayon reduction whose tree, and so its rounding, follows the pool's size
+/// (`tests/thread_determinism.rs`); a ViT-L MLP weight (1024 × 4096) is that large.
+fn sum_of_squares<const D: usize>(grad: Tensor<D>) -> Tensor<1> {
+    let dims = grad.dims();
+    let numel: usize = dims.iter().product();
+    let last = dims.last().copied().unwrap_or(1);
+    if numel == 0 || last == 0 {
+        return grad.square().sum();
+    }
+    grad.square().reshape([numel / last, last]).sum_dim(1).sum()
 }
 
 struct Scale<'a> {
