@@ -2,7 +2,7 @@
 //! fine-tuning or CoOp) over the given label fractions and seeds, writing a run store exactly as
 //! `calibra run` does: run records, predictions for the clean test split, each perturbation and each
 //! shift target, post-hoc calibrators, and the fitted model under `fits/<key>/` (LoRA: a PEFT adapter
-//! directory). It is a one-encoder recipe built from the flags (`--print-recipe` shows it), so the
+//! directory; CoOp: `--method coop|kgcoop|prograd`). It is a one-encoder recipe built from the flags (`--print-recipe` shows it), so the
 //! store resumes after a kill (`--resume`) and `calibra report DIR` / `calibra eval DIR` read it.
 
 use anyhow::Result;
@@ -24,6 +24,46 @@ pub enum TrainRegime {
     Full,
     /// CoOp context vectors of a CLIP-style encoder (image and text towers frozen).
     Coop,
+}
+
+/// The prompt-learning method of `--regime coop` (`--method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoopMethodArg {
+    /// CoOp (Zhou et al., IJCV 2022; `KaiyangZhou/CoOp`): the loss only.
+    Coop,
+    /// KgCoOp (Yao et al., CVPR 2023; `htyao89/KgCoOp`): the loss + λ · (1 − mean cosine between
+    /// the learned and the frozen zero-shot class text features).
+    Kgcoop,
+    /// ProGrad (Zhu et al., ICCV 2023; `BeierZhu/Prompt-align`): the loss's gradient, projected off
+    /// the zero-shot distillation gradient where they conflict.
+    Prograd,
+}
+
+impl CoopMethodArg {
+    /// The recipe's name of the method (`[regimes.coop] methods`).
+    fn recipe_name(self) -> &'static str {
+        match self {
+            CoopMethodArg::Coop => "coop",
+            CoopMethodArg::Kgcoop => "kgcoop",
+            CoopMethodArg::Prograd => "prograd",
+        }
+    }
+}
+
+/// `--method`: an implemented method, or an error that says which are (and, for the methods of issue
+/// #25 still to come, that they are not implemented yet).
+fn parse_coop_method(s: &str) -> Result<CoopMethodArg, String> {
+    let implemented = calibra_run::names::COOP_METHODS.join(", ");
+    match s {
+        "coop" => Ok(CoopMethodArg::Coop),
+        "kgcoop" => Ok(CoopMethodArg::Kgcoop),
+        "prograd" => Ok(CoopMethodArg::Prograd),
+        _ if calibra_run::names::COOP_METHODS_NOT_IMPLEMENTED.contains(&s) => Err(format!(
+            "`{s}` is not implemented yet (issue #25: MaPLe, PromptSRC and HiCroPL are planned); \
+             implemented: {implemented}"
+        )),
+        _ => Err(format!("unknown CoOp method `{s}`; expected one of {implemented}")),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,6 +133,23 @@ pub struct TrainArgs {
     /// CoOp: where the class name goes (end, middle, front).
     #[arg(long, default_value = "end")]
     pub class_position: String,
+    /// CoOp: the prompt-learning method [default: coop]: coop (CoOp, Zhou et al., IJCV 2022,
+    /// `KaiyangZhou/CoOp`), kgcoop (KgCoOp, Yao et al., CVPR 2023, `htyao89/KgCoOp`) or prograd
+    /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`). Records name it with the loss
+    /// (`kgcoop+ce`, `prograd+mcm`; plain CoOp: the loss alone).
+    #[arg(long, value_name = "coop|kgcoop|prograd", value_parser = parse_coop_method)]
+    pub method: Option<CoopMethodArg>,
+    /// KgCoOp's weight λ of the knowledge-guidance term [default: 8, the reference value of Yao et al.,
+    /// CVPR 2023, `htyao89/KgCoOp`]. Needs --method kgcoop.
+    #[arg(long, value_name = "LAMBDA")]
+    pub kgcoop_lambda: Option<f64>,
+    /// ProGrad's projection strength λ [default: 1, the reference value of Zhu et al., ICCV 2023,
+    /// `BeierZhu/Prompt-align`]. Needs --method prograd.
+    #[arg(long, value_name = "LAMBDA")]
+    pub prograd_lambda: Option<f64>,
+    /// ProGrad's distillation temperature T [default: 1, the reference value]. Needs --method prograd.
+    #[arg(long, value_name = "T")]
+    pub prograd_temperature: Option<f64>,
     /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
     /// vector, isotonic, dirichlet, ...).
     #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
@@ -148,6 +205,10 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         ctx_init: args.ctx_init.clone(),
         csc: args.csc,
         class_position: args.class_position.clone(),
+        coop_method: args.method.map(|m| m.recipe_name().to_string()),
+        kgcoop_lambda: args.kgcoop_lambda,
+        prograd_lambda: args.prograd_lambda,
+        prograd_temperature: args.prograd_temperature,
         calibrators: args.calibrators.clone(),
         perturbations: args.perturbations.clone(),
         severities: args.severities.iter().map(|&s| u32::from(s)).collect(),
@@ -220,6 +281,66 @@ mod tests {
         recipe(&flags).unwrap();
         flags.extend(["--shift", "b=synth:chest-site-b?n=60", "--perturbations", "jpeg,contrast"]);
         recipe(&flags).unwrap();
+    }
+
+    #[test]
+    fn coop_methods_reach_the_recipe_and_round_trip() {
+        let base =
+            ["--encoder", "checkpoints/x", "--data", "synth:derm?n=60", "--out", "o", "--regime", "coop"];
+        let coop = recipe(&base).unwrap();
+        assert_eq!(coop.regimes.coop.as_ref().unwrap().methods, None, "plain CoOp writes no `methods`");
+        let mut flags = base.to_vec();
+        flags.extend(["--method", "coop"]);
+        assert_eq!(recipe(&flags).unwrap(), coop, "--method coop is the default");
+        for (method, extra) in [
+            ("kgcoop", vec!["--kgcoop-lambda", "4"]),
+            ("prograd", vec!["--prograd-lambda", "0.5", "--prograd-temperature", "2"]),
+            ("kgcoop", vec![]),
+        ] {
+            let mut flags = base.to_vec();
+            flags.extend(["--method", method]);
+            flags.extend(extra.iter().copied());
+            let r = recipe(&flags).unwrap_or_else(|e| panic!("{method}: {e:#}"));
+            let c = r.regimes.coop.as_ref().unwrap();
+            assert_eq!(c.methods, Some(vec![method.to_string()]));
+            let text = r.to_toml().unwrap();
+            let again = Recipe::parse(&text, "again", ValidationOptions { check_paths: false }).unwrap();
+            assert_eq!(again, r, "{text}");
+            let fits = calibra_run::expand(&again);
+            assert!(fits.iter().all(|f| f.config.probe == format!("{method}+ce")), "{method}");
+        }
+        let c =
+            recipe(&[&base[..], &["--method", "prograd", "--prograd-temperature", "2"]].concat()).unwrap();
+        let c = c.regimes.coop.unwrap();
+        assert_eq!((c.prograd_lambda, c.prograd_temperature), (None, Some(2.0)));
+    }
+
+    #[test]
+    fn unimplemented_or_misplaced_methods_are_refused() {
+        let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o"];
+        for method in ["maple", "promptsrc", "hicropl", "bogus"] {
+            let mut flags = base.to_vec();
+            flags.extend(["--regime", "coop", "--method", method]);
+            let e = recipe(&flags).unwrap_err().to_string();
+            assert!(e.contains("--method") && e.contains("coop, kgcoop, prograd"), "{e}");
+            assert_eq!(e.contains("not implemented yet"), method != "bogus", "{e}");
+        }
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "lora", "--method", "kgcoop"]);
+        let e = recipe(&flags).unwrap_err().to_string();
+        assert!(e.contains("--method applies to --regime coop"), "{e}");
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--method", "prograd", "--kgcoop-lambda", "2"]);
+        let e = recipe(&flags).unwrap_err().to_string();
+        assert!(e.contains("--kgcoop-lambda applies to --method kgcoop"), "{e}");
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--prograd-lambda", "2"]);
+        let e = recipe(&flags).unwrap_err().to_string();
+        assert!(e.contains("--prograd-lambda applies to --method prograd, not --method coop"), "{e}");
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--method", "prograd", "--prograd-temperature", "0"]);
+        let e = format!("{:#}", recipe(&flags).unwrap_err());
+        assert!(e.contains("prograd_temperature") && e.contains("positive"), "{e}");
     }
 
     #[test]

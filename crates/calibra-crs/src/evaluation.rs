@@ -703,6 +703,52 @@ mod tests {
         assert_eq!(e.substitutions[0].estimator, "robustness=corruption-only");
     }
 
+    /// CoOp's methods (`calibra train --method`, `[regimes.coop] methods`) write the probe
+    /// `<method>+<loss>`; each is its own method of the comparison, under its own name.
+    #[test]
+    fn every_coop_method_is_compared_with_frozen_under_its_own_name() {
+        let mut records: Vec<RunRecord> = set(None).records().iter().map(|l| l.record.clone()).collect();
+        for seed in 0..3u64 {
+            for (enc, probe, auroc) in [
+                ("a", "ce", 0.8),
+                ("b", "ce", 0.85),
+                ("a", "kgcoop+ce", 0.82),
+                ("b", "kgcoop+ce", 0.78),
+                ("a", "prograd+ce", 0.81),
+                ("b", "prograd+ce", 0.83),
+            ] {
+                let mut r = rec(enc, Regime::Coop, 1.0, seed, Condition::Clean, auroc, 0.05);
+                r.probe = probe.into();
+                records.push(r);
+            }
+        }
+        let set = RunRecordSet::from_records(records, "mem").unwrap();
+        let e = Evaluation::build(&set, &options(10)).unwrap();
+        let methods: Vec<(Regime, &str)> =
+            e.regime_comparisons.iter().map(|c| (c.regime, c.method.as_str())).collect();
+        assert_eq!(
+            methods,
+            [
+                (Regime::Lora, "p"),
+                (Regime::Coop, "ce"),
+                (Regime::Coop, "kgcoop+ce"),
+                (Regime::Coop, "prograd+ce")
+            ]
+        );
+        let kg = &e.regime_comparisons[2];
+        assert_eq!(kg.selection, "probe `kgcoop+ce`");
+        assert!((kg.encoders[1].adapted_discrimination.unwrap() - 0.78).abs() < 1e-12);
+        for name in ["frozen_vs_coop_kgcoop+ce_discrimination", "frozen_vs_coop_prograd+ce_calibration"] {
+            assert!(e.rank_comparisons.iter().any(|c| c.name == name), "{name}");
+        }
+        // Calibration stability keeps the methods apart too (one seed group per method and encoder).
+        let stability = crate::calibration_stability::calibration_stability(&set);
+        for method in ["ce", "kgcoop+ce", "prograd+ce"] {
+            let groups = stability.rows.iter().filter(|r| r.regime == Regime::Coop && r.method == method);
+            assert_eq!(groups.count(), 2, "{method}");
+        }
+    }
+
     #[test]
     fn every_coop_loss_and_both_template_choices_are_compared_with_frozen() {
         let mut records: Vec<RunRecord> = set(None).records().iter().map(|l| l.record.clone()).collect();

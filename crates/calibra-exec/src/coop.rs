@@ -16,8 +16,8 @@ use std::path::Path;
 
 use calibra_crs::Condition;
 use calibra_data::Split;
-use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, RunContext, split_of};
-use calibra_train::coop::{CoopConfig, CoopOutcome, train_coop};
+use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, PromptMethod, RunContext, split_of};
+use calibra_train::coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop};
 
 use crate::RunExecutor;
 use crate::adapted::recipe_loss;
@@ -28,7 +28,8 @@ use crate::prompts::prompt_classnames;
 
 /// The CoOp configuration of a fit.
 fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfig), String> {
-    let FitMethod::Coop { n_ctx, ctx_init, csc, class_position, epochs, lr, loss } = &fit.config.method
+    let FitMethod::Coop { n_ctx, ctx_init, csc, class_position, epochs, lr, loss, method } =
+        &fit.config.method
     else {
         return Err("not a CoOp fit".into());
     };
@@ -40,11 +41,21 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
         epochs: *epochs as usize,
         lr: *lr,
         seed: fit.config.seed,
+        method: coop_method(*method),
         checkpoint_every: 50,
         ..CoopConfig::default()
     };
     config.validate().map_err(|e| e.to_string())?;
     Ok((config, loss))
+}
+
+/// calibra-train's method of a recipe's prompt-learning method (same hyper-parameters).
+fn coop_method(method: PromptMethod) -> CoopMethod {
+    match method {
+        PromptMethod::Coop => CoopMethod::Coop,
+        PromptMethod::KgCoop { lambda } => CoopMethod::KgCoop { lambda },
+        PromptMethod::ProGrad { lambda, temperature } => CoopMethod::ProGrad { lambda, temperature },
+    }
 }
 
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
@@ -84,7 +95,7 @@ pub(crate) fn fit<'a>(
     let split_features = store_image_features(&model, fit, train, Some(&split.train), device, ctx)?;
     let (train_features, dim) = (select_rows(&split_features, &train_rows)?, split_features.dim);
     let fit_dir = ctx.fit_dir();
-    let mut log = EpochLog::new("coop");
+    let mut log = EpochLog::new(config.method.name());
     let outcome = train_coop(
         &model,
         &tokenizer,
@@ -117,4 +128,25 @@ fn select_rows(f: &ImageFeatures, rows: &[usize]) -> Result<Vec<f32>, ExecError>
         out.extend_from_slice(&f.features[r * f.dim..(r + 1) * f.dim]);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calibra_run::recipe::{KGCOOP_DEFAULT_LAMBDA, PROGRAD_DEFAULT_LAMBDA, PROGRAD_DEFAULT_TEMPERATURE};
+
+    #[test]
+    fn the_recipe_defaults_are_calibra_trains_reference_values() {
+        let kg = PromptMethod::KgCoop { lambda: KGCOOP_DEFAULT_LAMBDA };
+        assert_eq!(coop_method(kg), CoopMethod::KGCOOP_DEFAULT);
+        let pg = PromptMethod::ProGrad {
+            lambda: PROGRAD_DEFAULT_LAMBDA,
+            temperature: PROGRAD_DEFAULT_TEMPERATURE,
+        };
+        assert_eq!(coop_method(pg), CoopMethod::PROGRAD_DEFAULT);
+        assert_eq!(coop_method(PromptMethod::Coop), CoopMethod::Coop);
+        for m in [PromptMethod::Coop, kg, pg] {
+            assert_eq!(coop_method(m).name(), m.name());
+        }
+    }
 }

@@ -16,7 +16,9 @@
 //! - **LoRA / full fits**: epochs · 3 · ρ · t/e for training, then (c + e)/e for the clean
 //!   calibration and test predictions and 1 per other condition.
 //! - **CoOp fits**: epochs · ρ · t/e (the image features are cached; each step runs the text tower
-//!   forward and backward over the class prompts, counted as one pass per epoch over the train split).
+//!   forward and backward over the class prompts, counted as one pass per epoch over the train split);
+//!   KgCoOp the same (its zero-shot text features are computed once), ProGrad twice that (it
+//!   back-propagates the loss and the zero-shot distillation loss at every step).
 //! - **Zero-shot** (one fit per template and seed): 0 beyond its feature passes (the text tower
 //!   encodes K prompts, negligible next to an image pass).
 //! - **Estimate** (one fit per layer): 0 beyond its cell's clean feature pass, which it makes cover
@@ -90,7 +92,9 @@ impl CostModel {
             FitMethod::Lora { epochs, .. } | FitMethod::Full { epochs, .. } => {
                 f64::from(*epochs) * 3.0 * rho * self.train + predict
             }
-            FitMethod::Coop { epochs, .. } => f64::from(*epochs) * rho * self.train,
+            FitMethod::Coop { epochs, method, .. } => {
+                f64::from(*epochs) * rho * self.train * method.passes_per_step()
+            }
         }
     }
 

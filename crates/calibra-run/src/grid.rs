@@ -7,7 +7,8 @@
 //! | regime | one fit per |
 //! |---|---|
 //! | `frozen` | encoder × dataset × probe × layer × label fraction × seed |
-//! | `lora`, `coop`, `full` | encoder × dataset (CoOp: its `datasets` when given) × loss (those whose `regimes` include it) × label fraction × seed |
+//! | `lora`, `full` | encoder × dataset × loss (those whose `regimes` include it) × label fraction × seed |
+//! | `coop` | encoder × dataset (its `datasets` when given) × method (`methods`, default `coop`) × loss × label fraction × seed |
 //! | `zero-shot` | encoder × dataset (its `datasets` when given) × template × seed (label fraction 1: nothing is trained) |
 //! | `estimate` | encoder × dataset × layer, at the first seed and label fraction 1 (estimators are computed, nothing is trained) |
 //!
@@ -21,7 +22,8 @@
 //! post-hoc **calibrator** (recipe order; `none` = raw) is a variant of those predictions. A fit
 //! therefore fills `conditions × calibrators` **record slots**, one run record each, with the record's
 //! `probe` field = the probe name for frozen fits (`logistic`; `logistic@0.5` when the layer fraction
-//! is not 1), the loss label for adapted fits, and `zero-shot:<ID>` for zero-shot fits (`P1`…`P7`
+//! is not 1), the loss label for adapted fits (CoOp methods other than `coop`: `<method>+<loss label>`,
+//! e.g. `kgcoop+mcm`, see [`PromptMethod::probe_label`]), and `zero-shot:<ID>` for zero-shot fits (`P1`…`P7`
 //! for MVC-Bench templates, `C1`… for custom ones; see [`crate::recipe::ZeroShotRegime`]), so each
 //! template's records have their own fit key and the evaluator can tell the templates apart. A
 //! zero-shot fit trains nothing: its seeds give identical predictions (the split comes from
@@ -66,7 +68,8 @@ pub enum FitMethod {
         #[serde(skip_serializing_if = "Option::is_none")]
         early_stopping: Option<u32>,
     },
-    /// CoOp prompt learning with a loss.
+    /// CoOp prompt learning with a loss. `method` enters the key only when it is not plain CoOp, so
+    /// recipes without `methods` keep the keys (and stored fits) they had before it existed.
     Coop {
         n_ctx: u32,
         ctx_init: Option<String>,
@@ -75,6 +78,8 @@ pub enum FitMethod {
         epochs: u32,
         lr: f64,
         loss: LossConfig,
+        #[serde(skip_serializing_if = "PromptMethod::is_coop")]
+        method: PromptMethod,
     },
     /// Full fine-tuning with a loss (`head_init`, `early_stopping`: as for [`FitMethod::Lora`]).
     Full {
@@ -92,6 +97,79 @@ pub enum FitMethod {
     /// Transferability estimators (calibra-transfer names) on the train split's frozen features at
     /// `layer`.
     Estimate { estimators: Vec<String>, layer: f64 },
+}
+
+/// The prompt-learning method of a CoOp fit (`[regimes.coop] methods`), with its hyper-parameters.
+///
+/// In the fit key it is `{"name": "kgcoop"}` / `{"name": "prograd"}` plus each hyper-parameter that is
+/// not its reference default ([`crate::recipe::KGCOOP_DEFAULT_LAMBDA`] etc.), and absent for plain
+/// CoOp. The records' `probe` is [`PromptMethod::probe_label`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "name")]
+pub enum PromptMethod {
+    /// CoOp (Zhou et al., IJCV 2022): the loss only.
+    #[serde(rename = "coop")]
+    Coop,
+    /// KgCoOp (Yao et al., CVPR 2023): the loss plus λ times the knowledge-guidance term.
+    #[serde(rename = "kgcoop")]
+    KgCoop {
+        #[serde(skip_serializing_if = "is_kgcoop_default_lambda")]
+        lambda: f64,
+    },
+    /// ProGrad (Zhu et al., ICCV 2023): the loss's gradient projected off the zero-shot
+    /// distillation gradient when they conflict (strength λ, temperature T).
+    #[serde(rename = "prograd")]
+    ProGrad {
+        #[serde(skip_serializing_if = "is_prograd_default_lambda")]
+        lambda: f64,
+        #[serde(skip_serializing_if = "is_prograd_default_temperature")]
+        temperature: f64,
+    },
+}
+
+fn is_kgcoop_default_lambda(v: &f64) -> bool {
+    *v == crate::recipe::KGCOOP_DEFAULT_LAMBDA
+}
+fn is_prograd_default_lambda(v: &f64) -> bool {
+    *v == crate::recipe::PROGRAD_DEFAULT_LAMBDA
+}
+fn is_prograd_default_temperature(v: &f64) -> bool {
+    *v == crate::recipe::PROGRAD_DEFAULT_TEMPERATURE
+}
+
+impl PromptMethod {
+    /// `coop`, `kgcoop` or `prograd` (the names of [`crate::names::COOP_METHODS`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PromptMethod::Coop => "coop",
+            PromptMethod::KgCoop { .. } => "kgcoop",
+            PromptMethod::ProGrad { .. } => "prograd",
+        }
+    }
+
+    /// Whether this is plain CoOp (which the fit key leaves out).
+    pub fn is_coop(&self) -> bool {
+        matches!(self, PromptMethod::Coop)
+    }
+
+    /// The records' `probe` of this method trained with the loss labelled `loss_label`: the label for
+    /// plain CoOp (as before methods existed), `<method>+<label>` otherwise (`kgcoop+mcm`,
+    /// `prograd+ce`), so the evaluator sees each method apart.
+    pub fn probe_label(&self, loss_label: &str) -> String {
+        match self {
+            PromptMethod::Coop => loss_label.to_string(),
+            other => format!("{}+{loss_label}", other.name()),
+        }
+    }
+
+    /// Text-tower passes per training step relative to CoOp (the cost model's factor): ProGrad
+    /// back-propagates twice per step (the loss and the distillation loss), the others once.
+    pub fn passes_per_step(&self) -> f64 {
+        match self {
+            PromptMethod::ProGrad { .. } => 2.0,
+            _ => 1.0,
+        }
+    }
 }
 
 /// Whether `head_init` is the historical one (`random`), which the fit key leaves out.
@@ -285,26 +363,28 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                     ));
                 }
             }
-            for loss in &recipe.losses {
-                if let Some(c) = &r.coop
-                    && loss.applies_to(Regime::Coop)
-                    && in_scope(c.encoders.as_deref(), encoder)
-                    && c.datasets.as_ref().is_none_or(|list| list.contains(&data.name))
-                {
-                    methods.push((
-                        Regime::Coop,
-                        FitMethod::Coop {
-                            n_ctx: c.n_ctx,
-                            ctx_init: c.ctx_init.clone(),
-                            csc: c.csc,
-                            class_position: c.class_position.clone(),
-                            epochs: c.epochs,
-                            lr: c.lr,
-                            loss: loss.into(),
-                        },
-                        loss.display_label(),
-                        fractions(c.label_fractions.as_deref()),
-                    ));
+            if let Some(c) = &r.coop
+                && in_scope(c.encoders.as_deref(), encoder)
+                && c.datasets.as_ref().is_none_or(|list| list.contains(&data.name))
+            {
+                for method in c.prompt_methods() {
+                    for loss in recipe.losses.iter().filter(|l| l.applies_to(Regime::Coop)) {
+                        methods.push((
+                            Regime::Coop,
+                            FitMethod::Coop {
+                                n_ctx: c.n_ctx,
+                                ctx_init: c.ctx_init.clone(),
+                                csc: c.csc,
+                                class_position: c.class_position.clone(),
+                                epochs: c.epochs,
+                                lr: c.lr,
+                                loss: loss.into(),
+                                method,
+                            },
+                            method.probe_label(&loss.display_label()),
+                            fractions(c.label_fractions.as_deref()),
+                        ));
+                    }
                 }
             }
             for loss in &recipe.losses {

@@ -48,7 +48,7 @@ pub use datasets::{DatasetCache, split_of};
 pub use error::RunError;
 pub use executor::{ExecError, Executor, NoProgress, Progress, RunContext};
 pub use fitted::{FitOutcome, Fitted, PredictRequest};
-pub use grid::{FeaturePass, FitConfig, FitMethod, FitSpec, Slot, expand, feature_passes};
+pub use grid::{FeaturePass, FitConfig, FitMethod, FitSpec, PromptMethod, Slot, expand, feature_passes};
 pub use merge::{MergeSummary, merge_stores};
 pub use merge_recipe::{MergeOutcome, MergeRecipeError, RecipeCopy, merge_with_recipe};
 pub use recipe::{Recipe, ValidationOptions};

@@ -201,6 +201,15 @@ pub const CLIP_MODEL_TYPES: &[&str] = &["clip"];
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];
 
+/// Prompt-learning methods of `[regimes.coop] methods` (and `calibra train --method`): CoOp (Zhou
+/// et al., IJCV 2022), KgCoOp (Yao et al., CVPR 2023) and ProGrad (Zhu et al., ICCV 2023), as
+/// calibra-train's `CoopMethod` implements them.
+pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd"];
+
+/// Prompt-learning methods of issue #25 that are not implemented yet: a recipe that asks for one is
+/// told so (and not that the name is unknown).
+pub const COOP_METHODS_NOT_IMPLEMENTED: &[&str] = &["maple", "promptsrc", "hicropl"];
+
 /// Whether `name` is one of `list`.
 pub fn is_known(list: &[&str], name: &str) -> bool {
     list.contains(&name)

@@ -61,6 +61,12 @@
 //! class_position = "end"              # names::COOP_CLASS_POSITIONS
 //! epochs = 10
 //! lr = 2e-3
+//! methods = ["coop", "kgcoop"]        # optional; names::COOP_METHODS, each its own fit; default
+//!                                     # ["coop"]. Records: probe `<loss label>` for coop,
+//!                                     # `kgcoop+<loss label>` / `prograd+<loss label>` for the others
+//! kgcoop_lambda = 8.0                 # optional; KgCoOp's λ, default 8 (its reference)
+//! prograd_lambda = 1.0                # optional; ProGrad's λ, default 1 (its reference)
+//! prograd_temperature = 1.0           # optional; ProGrad's T, default 1 (its reference)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -328,6 +334,20 @@ pub struct CoopRegime {
     pub class_position: String,
     pub epochs: u32,
     pub lr: f64,
+    /// Prompt-learning methods, each its own fit ([`names::COOP_METHODS`]: `coop`, `kgcoop`,
+    /// `prograd`; default `["coop"]`, what every CoOp fit was before this key existed, so such recipes
+    /// keep their fit keys). See [`crate::grid::PromptMethod`].
+    #[serde(default)]
+    pub methods: Option<Vec<String>>,
+    /// KgCoOp's weight λ of the knowledge-guidance term (default [`KGCOOP_DEFAULT_LAMBDA`]).
+    #[serde(default)]
+    pub kgcoop_lambda: Option<f64>,
+    /// ProGrad's projection strength λ (default [`PROGRAD_DEFAULT_LAMBDA`]).
+    #[serde(default)]
+    pub prograd_lambda: Option<f64>,
+    /// ProGrad's distillation temperature T (default [`PROGRAD_DEFAULT_TEMPERATURE`]).
+    #[serde(default)]
+    pub prograd_temperature: Option<f64>,
     /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -342,6 +362,47 @@ pub struct CoopRegime {
 
 fn default_class_position() -> String {
     "end".to_string()
+}
+
+/// The prompt-learning method of a `[regimes.coop]` section without `methods`: plain CoOp.
+pub const DEFAULT_COOP_METHOD: &str = "coop";
+
+/// KgCoOp's reference λ (Yao et al., CVPR 2023; code `htyao89/KgCoOp`), as calibra-train's
+/// `CoopMethod::KGCOOP_DEFAULT`.
+pub const KGCOOP_DEFAULT_LAMBDA: f64 = 8.0;
+
+/// ProGrad's reference λ (Zhu et al., ICCV 2023; code `BeierZhu/Prompt-align`), as calibra-train's
+/// `CoopMethod::PROGRAD_DEFAULT`.
+pub const PROGRAD_DEFAULT_LAMBDA: f64 = 1.0;
+
+/// ProGrad's reference distillation temperature T, as calibra-train's `CoopMethod::PROGRAD_DEFAULT`.
+pub const PROGRAD_DEFAULT_TEMPERATURE: f64 = 1.0;
+
+impl CoopRegime {
+    /// The method names of the section (`methods`, else `["coop"]`).
+    pub fn method_names(&self) -> Vec<String> {
+        self.methods.clone().unwrap_or_else(|| vec![DEFAULT_COOP_METHOD.to_string()])
+    }
+
+    /// The prompt-learning methods with their hyper-parameters, in `methods` order. Assumes a
+    /// validated recipe (an unknown name is left out).
+    pub fn prompt_methods(&self) -> Vec<crate::grid::PromptMethod> {
+        use crate::grid::PromptMethod;
+        self.method_names()
+            .iter()
+            .filter_map(|name| match name.as_str() {
+                "coop" => Some(PromptMethod::Coop),
+                "kgcoop" => {
+                    Some(PromptMethod::KgCoop { lambda: self.kgcoop_lambda.unwrap_or(KGCOOP_DEFAULT_LAMBDA) })
+                }
+                "prograd" => Some(PromptMethod::ProGrad {
+                    lambda: self.prograd_lambda.unwrap_or(PROGRAD_DEFAULT_LAMBDA),
+                    temperature: self.prograd_temperature.unwrap_or(PROGRAD_DEFAULT_TEMPERATURE),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// `[regimes.full]`: full fine-tuning.

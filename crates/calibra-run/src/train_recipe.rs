@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use crate::error::RunError;
 use crate::recipe::{
-    CoopRegime, DatasetEntry, EncoderEntry, EvaluatorSettings, FrozenRegime, FullRegime, LoraRegime,
-    LossEntry, Perturbations, Recipe, Regimes, ShiftEntry, SplitSettings,
+    CoopRegime, DEFAULT_COOP_METHOD, DatasetEntry, EncoderEntry, EvaluatorSettings, FrozenRegime, FullRegime,
+    LoraRegime, LossEntry, Perturbations, Recipe, Regimes, ShiftEntry, SplitSettings,
 };
 
 /// What `calibra train` trains.
@@ -59,6 +59,14 @@ pub struct TrainPlan {
     pub ctx_init: Option<String>,
     pub csc: bool,
     pub class_position: String,
+    /// CoOp's prompt-learning method (`coop`, `kgcoop`, `prograd`; `None`: coop).
+    pub coop_method: Option<String>,
+    /// KgCoOp's λ (`None`: the reference 8).
+    pub kgcoop_lambda: Option<f64>,
+    /// ProGrad's λ (`None`: the reference 1).
+    pub prograd_lambda: Option<f64>,
+    /// ProGrad's temperature (`None`: the reference 1).
+    pub prograd_temperature: Option<f64>,
     pub calibrators: Vec<String>,
     pub perturbations: Vec<String>,
     pub severities: Vec<u32>,
@@ -104,6 +112,9 @@ impl TrainPlan {
                     Some(FullRegime { lr, epochs, head_init, early_stopping, encoders, label_fractions });
             }
             TrainedRegime::Coop => {
+                self.coop_method_flags()?;
+                // Plain CoOp leaves `methods` out: the recipe (and its run keys) are those of before.
+                let methods = self.coop_method.clone().filter(|m| m != DEFAULT_COOP_METHOD).map(|m| vec![m]);
                 regimes.coop = Some(CoopRegime {
                     n_ctx: self.n_ctx,
                     ctx_init: self.ctx_init.clone(),
@@ -111,11 +122,18 @@ impl TrainPlan {
                     class_position: self.class_position.clone(),
                     epochs: epochs(50),
                     lr: lr(2e-3),
+                    methods,
+                    kgcoop_lambda: self.kgcoop_lambda,
+                    prograd_lambda: self.prograd_lambda,
+                    prograd_temperature: self.prograd_temperature,
                     encoders: None,
                     datasets: None,
                     label_fractions: None,
                 });
             }
+        }
+        if self.regime != TrainedRegime::Coop {
+            self.coop_method_flags()?;
         }
         let perturbations = (!self.perturbations.is_empty()).then(|| Perturbations {
             names: self.perturbations.clone(),
@@ -151,6 +169,28 @@ impl TrainPlan {
             }),
             cost: None,
         })
+    }
+
+    /// The method flags apply to `--regime coop`, and each hyper-parameter to its own method.
+    fn coop_method_flags(&self) -> Result<(), RunError> {
+        let given = [
+            ("--method", self.coop_method.is_some(), None),
+            ("--kgcoop-lambda", self.kgcoop_lambda.is_some(), Some("kgcoop")),
+            ("--prograd-lambda", self.prograd_lambda.is_some(), Some("prograd")),
+            ("--prograd-temperature", self.prograd_temperature.is_some(), Some("prograd")),
+        ];
+        let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
+        for (flag, _, applies_to) in given.into_iter().filter(|g| g.1) {
+            if self.regime != TrainedRegime::Coop {
+                return Err(flag_error(format!("{flag} applies to --regime coop")));
+            }
+            if let Some(m) = applies_to
+                && m != method
+            {
+                return Err(flag_error(format!("{flag} applies to --method {m}, not --method {method}")));
+            }
+        }
+        Ok(())
     }
 
     fn shift(&self) -> Result<Vec<ShiftEntry>, RunError> {
@@ -221,6 +261,10 @@ mod tests {
             ctx_init: Some("a photo of a".into()),
             csc: true,
             class_position: "end".into(),
+            coop_method: None,
+            kgcoop_lambda: None,
+            prograd_lambda: None,
+            prograd_temperature: None,
             calibrators: vec!["none".into(), "temperature".into()],
             perturbations: vec!["jpeg".into(), "contrast".into()],
             severities: vec![1, 2, 3],
@@ -286,6 +330,32 @@ seed = 3
             let keys = |r: &Recipe| crate::expand(r).into_iter().map(|f| f.key).collect::<Vec<_>>();
             assert_eq!(keys(&again), keys(&before), "{regime:?}");
         }
+    }
+
+    #[test]
+    fn a_coop_method_reaches_the_recipe_and_round_trips() {
+        let options = ValidationOptions { check_paths: false };
+        let plain = plan(TrainedRegime::Coop).recipe().unwrap();
+        let mut p = plan(TrainedRegime::Coop);
+        p.coop_method = Some("coop".into());
+        assert_eq!(p.recipe().unwrap(), plain, "--method coop writes no `methods`");
+        p.coop_method = Some("prograd".into());
+        p.prograd_temperature = Some(2.0);
+        let recipe = p.recipe().unwrap();
+        let text = recipe.to_toml().unwrap();
+        assert!(
+            text.contains("methods = [\"prograd\"]") && text.contains("prograd_temperature = 2.0"),
+            "{text}"
+        );
+        let again = Recipe::parse(&text, "after", options).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(again, recipe);
+        assert!(crate::expand(&again).iter().all(|f| f.config.probe == "prograd+mcm"));
+        p.kgcoop_lambda = Some(1.0);
+        let e = p.recipe().unwrap_err().to_string();
+        assert!(e.contains("--kgcoop-lambda applies to --method kgcoop, not --method prograd"), "{e}");
+        let mut p = plan(TrainedRegime::Full);
+        p.coop_method = Some("kgcoop".into());
+        assert!(p.recipe().unwrap_err().to_string().contains("--method applies to --regime coop"));
     }
 
     #[test]

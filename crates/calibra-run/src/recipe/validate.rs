@@ -9,8 +9,8 @@ use std::path::Path;
 use calibra_crs::Regime;
 
 use super::{
-    DatasetEntry, EncoderEntry, HEAD_INITS, LossEntry, MVC_BENCH_TEMPLATE_COUNT, Recipe, RegimeScope,
-    ValidationOptions, mvc_bench_index,
+    CoopRegime, DatasetEntry, EncoderEntry, HEAD_INITS, LossEntry, MVC_BENCH_TEMPLATE_COUNT, Recipe,
+    RegimeScope, ValidationOptions, mvc_bench_index,
 };
 use crate::locate::KeyPath;
 use crate::names;
@@ -316,8 +316,78 @@ impl Recipe {
             problem(at.key("epochs"), "epochs must be >= 1".into());
         }
         positive(problem, &at.key("lr"), c.lr);
+        self.coop_method_problems(problem, &at, c);
         self.scope_problems(problem, &at, c.scope());
         check_single_label_datasets(problem, &at, "CoOp", c.datasets.as_deref(), &self.datasets);
+    }
+
+    /// `[regimes.coop]` `methods` and the methods' hyper-parameters: implemented methods, listed once;
+    /// each hyper-parameter in range and only with its method; distinct record probes.
+    fn coop_method_problems(&self, problem: &mut Sink<'_>, at: &KeyPath, c: &CoopRegime) {
+        if let Some(list) = &c.methods {
+            non_empty_distinct(problem, &at.key("methods"), list);
+            for (i, m) in list.iter().enumerate() {
+                if names::is_known(names::COOP_METHODS, m) {
+                    continue;
+                }
+                let expected = names::COOP_METHODS.join(", ");
+                let message = if names::is_known(names::COOP_METHODS_NOT_IMPLEMENTED, m) {
+                    format!(
+                        "CoOp method `{m}` is not implemented yet (issue #25: MaPLe, PromptSRC and HiCroPL are \
+                         planned); implemented: {expected}"
+                    )
+                } else {
+                    format!("unknown CoOp method `{m}`; expected one of {expected}")
+                };
+                problem(at.key("methods").index(i), message);
+            }
+        }
+        let methods = c.method_names();
+        let listed = |name: &str| methods.iter().any(|m| m == name);
+        let params = [
+            ("kgcoop_lambda", c.kgcoop_lambda, "kgcoop", "KgCoOp's λ", false),
+            ("prograd_lambda", c.prograd_lambda, "prograd", "ProGrad's λ", false),
+            ("prograd_temperature", c.prograd_temperature, "prograd", "ProGrad's temperature", true),
+        ];
+        for (key, value, method, what, strictly_positive) in params {
+            let Some(v) = value else { continue };
+            let in_range = v.is_finite() && if strictly_positive { v > 0.0 } else { v >= 0.0 };
+            if !in_range {
+                let range = if strictly_positive { "a positive number" } else { "a finite number >= 0" };
+                problem(at.key(key), format!("{what} {v} must be {range}"));
+            }
+            if !listed(method) {
+                problem(
+                    at.key(key),
+                    format!(
+                        "`{key}` applies to method `{method}`, which `methods` does not list (methods: {})",
+                        methods.join(", ")
+                    ),
+                );
+            }
+        }
+        // Each (method, loss) is one record probe; a loss label like `kgcoop+ce` could repeat another
+        // method's. (A method listed twice, or a loss label used twice, is reported above.)
+        let mut probes: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for method in c.prompt_methods().into_iter().filter(|m| seen.insert(m.name())) {
+            for loss in self.losses.iter().filter(|l| l.applies_to(Regime::Coop)) {
+                let probe = method.probe_label(&loss.display_label());
+                let this = (method.name().to_string(), loss.display_label());
+                if let Some(first) = probes.insert(probe.clone(), this.clone())
+                    && first.0 != this.0
+                {
+                    problem(
+                        at.key("methods"),
+                        format!(
+                            "method `{}` with loss `{}` and method `{}` with loss `{}` both write probe \
+                             `{probe}`; give one loss a distinct `label`",
+                            first.0, first.1, this.0, this.1
+                        ),
+                    );
+                }
+            }
+        }
     }
 
     /// `[regimes.full]`: lr, head options, epochs.
