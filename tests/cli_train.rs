@@ -1,7 +1,7 @@
 //! `calibra train --regime lora` end to end on the transformers-made tiny ViT fixture: records for
 //! every condition, a PEFT adapter directory that reproduces the recorded logits when loaded back
-//! onto the base checkpoint, identical bytes from an identical command, and `--resume` of a
-//! finished store changes nothing.
+//! onto the base checkpoint, identical bytes from an identical command at another thread count,
+//! and `--resume` of a finished store changes nothing.
 
 mod common;
 
@@ -62,7 +62,7 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
     let store = tmp.path().join("store");
-    let out = train(&ck, &store, &[]);
+    let out = train(&ck, &store, &["--threads", "3"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("lora: epoch 2"), "{stderr}");
@@ -102,9 +102,10 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
 
-    // The same command gives the same bytes; resuming a finished store adds nothing.
+    // The same command gives the same bytes, on 1 thread as on 3 (README "Guarantees"); resuming a
+    // finished store adds nothing.
     let twin = tmp.path().join("twin");
-    let out = train(&ck, &twin, &[]);
+    let out = train(&ck, &twin, &["--threads", "1"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rel = clean["paths"]["predictions"].as_str().unwrap();
     assert_eq!(fs::read(store.join(rel)).unwrap(), fs::read(twin.join(rel)).unwrap());
@@ -142,6 +143,11 @@ fn bad_flags_fail_before_any_work() {
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/dir"));
+
+    let out = train(&ck, &store, &["--threads", "0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--threads must be at least 1, got 0"));
+    assert!(!store.join("runs.jsonl").exists());
 }
 
 #[test]

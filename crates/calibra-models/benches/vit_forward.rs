@@ -1,9 +1,9 @@
 //! ViT-B/16-shaped forward pass (224×224, batch 8, random weights) on burn's flex CPU backend.
 //!
 //! Prints images/s; compare with `benches/peers/vit_peer.py` (PyTorch CPU,
-//! `torch.set_num_threads(2)`) run on the same machine. Not run in CI (slow); run with
-//! `cargo bench -p calibra-models --bench vit_forward` (add `--features burn/x86-v4` style
-//! AVX-512 kernels only where the CPU has them). Env: `VIT_BENCH_ITERS` (default 5).
+//! `torch.set_num_threads(2)`) through the harness, which interleaves the two and checks the load:
+//! `python3 benches/peers/harness.py vit-forward`. Not run in CI (slow); alone:
+//! `cargo bench -p calibra-models --bench vit_forward`. Env: `VIT_BENCH_ITERS` (default 5).
 
 use std::time::Instant;
 

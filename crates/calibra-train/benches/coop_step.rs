@@ -7,7 +7,8 @@
 //!
 //! The image tower never runs (CoOp caches the frozen image features). Prints the median step time
 //! and images/s; compare with `benches/peers/coop_step_peer.py` (PyTorch CPU, same shapes,
-//! `torch.set_num_threads(2)`) on the same machine and record the ratio. Not run in CI; run with
+//! `torch.set_num_threads(2)`) on the same machine and record the ratio
+//! (`python3 benches/peers/harness.py coop-step` does both, interleaved). Not run in CI; run with
 //! `cargo bench -p calibra-train --bench coop_step`. Env: `COOP_BENCH_STEPS` (default 6, the first
 //! one is a warm-up and not counted).
 

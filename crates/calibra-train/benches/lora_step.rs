@@ -10,7 +10,8 @@
 //!
 //! One shape per process, so the peak RSS (`VmHWM`) is that shape's alone. The first step is a
 //! warm-up and is not timed; the median step time over `LORA_BENCH_STEPS` further steps is reported.
-//! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads):
+//! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads) through
+//! `python3 benches/peers/harness.py lora-step-tiny` (or `lora-step-vitb`), or alone:
 //!
 //! ```text
 //! RAYON_NUM_THREADS=2 LORA_BENCH_SHAPE=tiny cargo bench -p calibra-train --bench lora_step

@@ -57,7 +57,7 @@ fn bits(values: &[f32]) -> Vec<u32> {
 }
 
 fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data().to_vec::<f32>().expect("f32 tensor")
+    t.into_data().try_to_vec::<f32>().expect("f32 tensor")
 }
 
 /// The CLS features of one batch (inference, no autodiff).
