@@ -210,6 +210,24 @@ pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd"];
 /// told so (and not that the name is unknown).
 pub const COOP_METHODS_NOT_IMPLEMENTED: &[&str] = &["maple", "promptsrc", "hicropl"];
 
+/// Why `name` is not a prompt-learning method calibra runs (`None`: it is one of [`COOP_METHODS`]):
+/// one of issue #25's methods still to come, or an unknown name. The one message of recipe
+/// validation (`[regimes.coop] methods`) and `calibra train --method`.
+pub fn coop_method_problem(name: &str) -> Option<String> {
+    if is_known(COOP_METHODS, name) {
+        return None;
+    }
+    let expected = COOP_METHODS.join(", ");
+    Some(if is_known(COOP_METHODS_NOT_IMPLEMENTED, name) {
+        format!(
+            "CoOp method `{name}` is not implemented yet (issue #25: MaPLe, PromptSRC and HiCroPL are \
+             planned); implemented: {expected}"
+        )
+    } else {
+        format!("unknown CoOp method `{name}`; expected one of {expected}")
+    })
+}
+
 /// Whether `name` is one of `list`.
 pub fn is_known(list: &[&str], name: &str) -> bool {
     list.contains(&name)

@@ -85,6 +85,7 @@ impl TrainPlan {
     pub fn recipe(&self) -> Result<Recipe, RunError> {
         let epochs = |default: u32| self.epochs.unwrap_or(default);
         let lr = |default: f64| self.lr.unwrap_or(default);
+        self.coop_method_flags()?;
         let mut regimes = Regimes::default();
         match self.regime {
             TrainedRegime::Probe => {
@@ -112,7 +113,6 @@ impl TrainPlan {
                     Some(FullRegime { lr, epochs, head_init, early_stopping, encoders, label_fractions });
             }
             TrainedRegime::Coop => {
-                self.coop_method_flags()?;
                 // Plain CoOp leaves `methods` out: the recipe (and its run keys) are those of before.
                 let methods = self.coop_method.clone().filter(|m| m != DEFAULT_COOP_METHOD).map(|m| vec![m]);
                 regimes.coop = Some(CoopRegime {
@@ -131,9 +131,6 @@ impl TrainPlan {
                     label_fractions: None,
                 });
             }
-        }
-        if self.regime != TrainedRegime::Coop {
-            self.coop_method_flags()?;
         }
         let perturbations = (!self.perturbations.is_empty()).then(|| Perturbations {
             names: self.perturbations.clone(),

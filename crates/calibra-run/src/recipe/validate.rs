@@ -327,19 +327,9 @@ impl Recipe {
         if let Some(list) = &c.methods {
             non_empty_distinct(problem, &at.key("methods"), list);
             for (i, m) in list.iter().enumerate() {
-                if names::is_known(names::COOP_METHODS, m) {
-                    continue;
+                if let Some(message) = names::coop_method_problem(m) {
+                    problem(at.key("methods").index(i), message);
                 }
-                let expected = names::COOP_METHODS.join(", ");
-                let message = if names::is_known(names::COOP_METHODS_NOT_IMPLEMENTED, m) {
-                    format!(
-                        "CoOp method `{m}` is not implemented yet (issue #25: MaPLe, PromptSRC and HiCroPL are \
-                         planned); implemented: {expected}"
-                    )
-                } else {
-                    format!("unknown CoOp method `{m}`; expected one of {expected}")
-                };
-                problem(at.key("methods").index(i), message);
             }
         }
         let methods = c.method_names();
