@@ -17,12 +17,13 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_models::hf::HfConfig;
 use calibra_models::layers::Activation;
-use calibra_models::lora::{LoraConfig, TargetModules, apply_lora};
+use calibra_models::lora::{LoraConfig, TargetModules};
 use calibra_models::vit::VitConfig;
 use calibra_models::{Encoder, EncoderModel};
 use calibra_train::build_loss;
 use calibra_train::clip_grad_norm;
-use calibra_train::trainer::{Classifier, TrainConfig, TrainSet, train};
+use calibra_train::fine_tune::{Adaptation, EncoderClassifier};
+use calibra_train::trainer::{TrainConfig, TrainSet, train};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -69,23 +70,11 @@ fn forward_features() -> Vec<f32> {
     floats(encoder.embed(x).expect("the batch fits the encoder"))
 }
 
-#[derive(Module, Debug)]
-struct LoraVitClassifier {
-    encoder: Encoder,
-    classifier: Linear,
-}
-
-impl Classifier for LoraVitClassifier {
-    fn logits(&self, images: Tensor<4>) -> Tensor<2> {
-        self.classifier.forward(self.encoder.embed(images).expect("images fit the encoder"))
-    }
-}
-
 /// Four epochs of LoRA (r 4, dropout 0.1 so that the mask stream is exercised) plus a head, with
-/// global-norm clipping and AdamW: every step's loss, then the head weights and every LoRA factor.
+/// global-norm clipping and AdamW, on the classifier `calibra train` fine-tunes: every step's loss,
+/// then the head weights and every LoRA factor.
 fn lora_training() -> (Vec<f64>, Vec<f32>) {
     let device = Device::flex().autodiff();
-    let mut encoder = encoder(&device).no_grad();
     let lora = LoraConfig {
         r: 4,
         lora_alpha: 8.0,
@@ -94,8 +83,10 @@ fn lora_training() -> (Vec<f64>, Vec<f32>) {
         modules_to_save: Some(vec!["classifier".into()]),
         ..LoraConfig::default()
     };
-    apply_lora(&mut encoder, &lora, 3).expect("q/v exist");
-    let classifier = LinearConfig::new(tiny_vit().hidden_size, CLASSES).init(&device);
+    let adaptation = Adaptation::Lora(Box::new(lora));
+    let (model, _) =
+        EncoderClassifier::new(encoder(&device), tiny_vit().hidden_size, CLASSES, &adaptation, 3, &device)
+            .expect("q/v exist");
     let side = tiny_vit().image_size;
     let labels = (0..BATCH).map(|i| i % CLASSES).collect();
     let data = TrainSet::classes([3, side, side], images(2), labels);
@@ -108,9 +99,8 @@ fn lora_training() -> (Vec<f64>, Vec<f32>) {
         ..TrainConfig::default()
     };
     let loss = build_loss::<&str>("ce", &[]).expect("ce");
-    let model = LoraVitClassifier { encoder, classifier };
     let outcome = train(model, &data, loss.as_ref(), &config, &device, None, &mut |_| {}).expect("trains");
-    let mut weights = floats(outcome.model.classifier.weight.val());
+    let mut weights = floats(outcome.model.head.weight.val());
     let mut factors = Vec::new();
     outcome.model.encoder.visit(&mut CollectFloats(&mut factors));
     weights.extend(factors);
