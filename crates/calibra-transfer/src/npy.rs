@@ -137,22 +137,25 @@ fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
+/// The bytes of a version-1.0 `.npy` file with dtype `descr`, shape `shape` (a Python tuple) and the
+/// raw little-endian `body`, header padded to 64 bytes as numpy writes it. For this crate's tests.
+#[cfg(test)]
+pub(crate) fn npy_bytes(descr: &str, shape: &str, body: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(body);
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn npy(descr: &str, shape: &str, body: &[u8]) -> Vec<u8> {
-        let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend((header.len() as u16).to_le_bytes());
-        bytes.extend(header.as_bytes());
-        bytes.extend(body);
-        bytes
-    }
 
     #[test]
     fn reads_floats_and_integers_widened() {
@@ -160,16 +163,16 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("f.npy");
         let body: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
-        std::fs::write(&f, npy("<f4", "(1, 2)", &body)).unwrap();
+        std::fs::write(&f, npy_bytes("<f4", "(1, 2)", &body)).unwrap();
         let a = read_npy(&f).unwrap();
         assert_eq!((a.shape.clone(), a.data.clone(), a.integer), (vec![1, 2], vec![1.5, -2.0], false));
         let i = dir.join("i.npy");
         let body: Vec<u8> = [3i64, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
-        std::fs::write(&i, npy("<i8", "(2,)", &body)).unwrap();
+        std::fs::write(&i, npy_bytes("<i8", "(2,)", &body)).unwrap();
         let a = read_npy(&i).unwrap();
         assert_eq!((a.shape, a.data, a.integer), (vec![2], vec![3.0, 0.0], true));
         let bad = dir.join("bad.npy");
-        std::fs::write(&bad, npy("<i8", "(3,)", &body)).unwrap();
+        std::fs::write(&bad, npy_bytes("<i8", "(3,)", &body)).unwrap();
         let e = read_npy(&bad).unwrap_err().to_string();
         assert!(e.contains("bad.npy: 16 data bytes for shape [3]"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -112,16 +112,8 @@ mod tests {
     use super::*;
 
     fn write_i64(path: &Path, shape: &str, values: &[i64]) {
-        let mut header = format!("{{'descr': '<i8', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend((header.len() as u16).to_le_bytes());
-        bytes.extend(header.as_bytes());
-        bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-        std::fs::write(path, bytes).unwrap();
+        let body: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(path, crate::npy::npy_bytes("<i8", shape, &body)).unwrap();
     }
 
     #[test]
