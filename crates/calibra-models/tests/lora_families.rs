@@ -65,8 +65,10 @@ impl Golden {
 fn check_encoder(encoder: &Encoder, golden: &Golden, prefix: &str, device: &Device) {
     let out = encoder.forward(golden.images(device), false).unwrap();
     let d = golden.diff(&format!("{prefix}last_hidden_state"), out.last_hidden_state);
+    eprintln!("{prefix}last_hidden_state: max |diff| {d:e}");
     assert!(d < TOL, "{prefix}last_hidden_state: max |diff| {d:e}");
     let d = golden.diff(&format!("{prefix}pooled"), out.cls);
+    eprintln!("{prefix}pooled: max |diff| {d:e}");
     assert!(d < TOL, "{prefix}pooled: max |diff| {d:e}");
 }
 
@@ -193,6 +195,7 @@ fn clip_text_and_vision_peft_adapter_with_layers_to_transform_both_ways() {
             ),
             ("text_pooled", golden.diff(&format!("{prefix}text_pooled"), text.pooled)),
         ] {
+            eprintln!("{prefix}{name}: max |diff| {d:e}");
             assert!(d < TOL, "{prefix}{name}: max |diff| {d:e}");
         }
     };
@@ -380,8 +383,10 @@ fn adapters_made_here_give_the_same_outputs_in_peft() {
         let Some(peft) = check_calibra_made(&encoder, case) else { continue };
         let out = encoder.forward(golden.images(&device), false).unwrap();
         let d = peft.diff("last_hidden_state", out.last_hidden_state);
+        eprintln!("{case}: last_hidden_state vs peft: max |diff| {d:e}");
         assert!(d < TOL, "{case}: last_hidden_state: max |diff| {d:e}");
         let d = peft.diff("pooled", out.cls.clone());
+        eprintln!("{case}: pooled vs peft: max |diff| {d:e}");
         assert!(d < TOL, "{case}: pooled: max |diff| {d:e}");
         assert!(
             golden
@@ -401,6 +406,7 @@ fn adapters_made_here_give_the_same_outputs_in_peft() {
     let text = model.text_model.forward_ids(&golden.ids("input_ids"), &device, false).unwrap();
     for (name, got) in [("vision_pooled", vision.pooled), ("text_pooled", text.pooled)] {
         let d = peft.diff(name, got);
+        eprintln!("clip_joint: {name} vs peft: max |diff| {d:e}");
         assert!(d < TOL, "clip_joint: {name}: max |diff| {d:e}");
     }
     for (name, got) in [
@@ -408,6 +414,7 @@ fn adapters_made_here_give_the_same_outputs_in_peft() {
         ("text_last_hidden_state", text.last_hidden_state),
     ] {
         let d = peft.diff(name, got);
+        eprintln!("clip_joint: {name} vs peft: max |diff| {d:e}");
         assert!(d < TOL, "clip_joint: {name}: max |diff| {d:e}");
     }
 }
