@@ -153,20 +153,22 @@ pub struct LoraTarget {
 }
 
 /// LoRA targets: `query`/`q_proj` → `q_proj`, `key`/`k_proj` → `k_proj`, `value`/`v_proj` → `v_proj`,
-/// `out_proj` → `o_proj`, `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention output
-/// and both MLP projections) → `o_proj`, `fc1`, `fc2`. The one list that recipe validation and LoRA
-/// construction (calibra-exec) read.
+/// `out_proj` → the attention output projection (`o_proj` in ViT/DeiT/DINOv2, `self_attn.out_proj` in
+/// CLIP/SigLIP: the `self_attn.` keeps SigLIP's pooling-head `nn.MultiheadAttention` out_proj, which
+/// LoRA cannot act on, out), `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
+/// output and both MLP projections) → the attention output, `fc1`, `fc2`. The one list that recipe
+/// validation and LoRA construction (calibra-exec) read.
 pub const LORA_TARGETS: &[LoraTarget] = &[
     LoraTarget { name: "query", peft: &["q_proj"] },
     LoraTarget { name: "key", peft: &["k_proj"] },
     LoraTarget { name: "value", peft: &["v_proj"] },
-    LoraTarget { name: "dense", peft: &["o_proj", "fc1", "fc2"] },
+    LoraTarget { name: "dense", peft: &["o_proj", "self_attn.out_proj", "fc1", "fc2"] },
     LoraTarget { name: "fc1", peft: &["fc1"] },
     LoraTarget { name: "fc2", peft: &["fc2"] },
     LoraTarget { name: "q_proj", peft: &["q_proj"] },
     LoraTarget { name: "k_proj", peft: &["k_proj"] },
     LoraTarget { name: "v_proj", peft: &["v_proj"] },
-    LoraTarget { name: "out_proj", peft: &["o_proj"] },
+    LoraTarget { name: "out_proj", peft: &["o_proj", "self_attn.out_proj"] },
 ];
 
 /// The recipe names of [`LORA_TARGETS`], in order.
@@ -191,9 +193,19 @@ pub fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `config.json` `model_type`s LoRA can be injected into (calibra-models' ViT/DeiT encoder; checked
-/// up front by [`crate::encoder_check`]).
-pub const LORA_MODEL_TYPES: &[&str] = &["vit", "deit"];
+/// `config.json` `model_type`s LoRA can be injected into (every family calibra-models' `Encoder` loads:
+/// ViT/DeiT, DINOv2 with and without registers, CLIP and SigLIP vision towers; checked up front by
+/// [`crate::encoder_check`]).
+pub const LORA_MODEL_TYPES: &[&str] = &[
+    "vit",
+    "deit",
+    "dinov2",
+    "dinov2_with_registers",
+    "clip",
+    "clip_vision_model",
+    "siglip",
+    "siglip_vision_model",
+];
 
 /// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need.
 pub const CLIP_MODEL_TYPES: &[&str] = &["clip"];

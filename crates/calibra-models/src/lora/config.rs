@@ -83,7 +83,9 @@ fn default_peft_type() -> String {
 }
 
 /// The contents of a PEFT `adapter_config.json` for LoRA. Defaults are PEFT 0.21.2's `LoraConfig`
-/// defaults; unknown fields are ignored on load (PEFT writes ~45 keys, many null) and not written back.
+/// defaults. PEFT writes ~45 keys; those calibra does not implement are kept in
+/// [`LoraConfig::other_options`] and [`LoraConfig::validate`] accepts them only at PEFT's default (so
+/// no option is ever silently ignored), and writes them back unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoraConfig {
     #[serde(default = "default_peft_type")]
@@ -142,7 +144,38 @@ pub struct LoraConfig {
     pub inference_mode: bool,
     #[serde(default)]
     pub revision: Option<String>,
+    /// Every other key of the file (PEFT options calibra does not implement, and metadata such as
+    /// `auto_mapping` / `peft_version`); see [`PEFT_INERT_OPTIONS`].
+    #[serde(flatten)]
+    pub other_options: BTreeMap<String, serde_json::Value>,
 }
+
+/// PEFT 0.21.2 `LoraConfig` options calibra does not implement, with the default (inert) value each
+/// must have: `LoraConfig().to_dict()` (checked against `tests/fixtures/lora_families/
+/// peft_lora_config_defaults.json`, written by scripts/golden/lora_peft_families.py).
+pub const PEFT_INERT_OPTIONS: &[(&str, &str)] = &[
+    ("alora_invocation_tokens", "null"),
+    ("arrow_config", "null"),
+    ("corda_config", "null"),
+    ("ensure_weight_tying", "false"),
+    ("eva_config", "null"),
+    ("kasa_config", "null"),
+    ("layer_replication", "null"),
+    ("loftq_config", "{}"),
+    ("lora_ga_config", "null"),
+    ("megatron_config", "null"),
+    ("megatron_core", "\"megatron.core\""),
+    ("monteclora_config", "null"),
+    ("qalora_group_size", "16"),
+    ("target_parameters", "null"),
+    ("trainable_token_indices", "null"),
+    ("use_bdlora", "null"),
+    ("use_qalora", "false"),
+    ("velora_config", "null"),
+];
+
+/// Keys that describe an adapter without changing what it computes; any value is accepted.
+pub const PEFT_METADATA_KEYS: &[&str] = &["auto_mapping", "peft_version"];
 
 /// `layers_to_transform`: one index or a list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,6 +247,85 @@ impl LoraConfig {
         if self.target_modules.is_none() {
             return bad("target_modules", "must be given (PEFT has no default for these encoders)".into());
         }
+        if matches!(&self.target_modules, Some(TargetModules::Regex(r)) if r == "all-linear") {
+            return bad(
+                "target_modules",
+                "\"all-linear\" is not expanded here; list the module names instead (e.g. [\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", \"out_proj\", \"fc1\", \"fc2\"])".into(),
+            );
+        }
+        // PEFT's own LoraConfig.__post_init__ checks.
+        if matches!(self.target_modules, Some(TargetModules::Regex(_))) {
+            if self.layers_to_transform.is_some() {
+                return bad(
+                    "layers_to_transform",
+                    "cannot be used when `target_modules` is a string (PEFT refuses it too)".into(),
+                );
+            }
+            if self.layers_pattern.is_some() {
+                return bad(
+                    "layers_pattern",
+                    "cannot be used when `target_modules` is a string (PEFT refuses it too)".into(),
+                );
+            }
+        }
+        let pattern_given = match &self.layers_pattern {
+            Some(LayerPattern::One(p)) => !p.is_empty(),
+            Some(LayerPattern::Many(v)) => !v.is_empty(),
+            None => false,
+        };
+        if pattern_given && self.layers_to_transform.is_none() {
+            return bad("layers_pattern", "needs `layers_to_transform` too (PEFT refuses it alone)".into());
+        }
+        for (key, value) in &self.other_options {
+            if PEFT_METADATA_KEYS.contains(&key.as_str()) {
+                continue;
+            }
+            match PEFT_INERT_OPTIONS.iter().find(|(k, _)| k == key) {
+                Some((_, default)) => {
+                    let default: serde_json::Value = serde_json::from_str(default).expect("static JSON");
+                    if *value != default {
+                        return bad(
+                            key,
+                            format!(
+                                "PEFT option not implemented here; only its default {default} is accepted, found {value}"
+                            ),
+                        );
+                    }
+                }
+                None => {
+                    let inert = match value {
+                        serde_json::Value::Null | serde_json::Value::Bool(false) => true,
+                        serde_json::Value::Array(a) => a.is_empty(),
+                        serde_json::Value::Object(o) => o.is_empty(),
+                        _ => false,
+                    };
+                    if !inert {
+                        return bad(
+                            key,
+                            format!(
+                                "unknown option (not in PEFT 0.21.2's LoraConfig) with value {value}; refused rather than ignored"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        for m in self.modules_to_save.iter().flatten() {
+            modules_to_save_regex(m)?;
+        }
+        if let Some(LayerPattern::One(p)) = &self.layers_pattern {
+            layer_regex(Some(p))?;
+        }
+        if let Some(LayerPattern::Many(v)) = &self.layers_pattern {
+            for p in v {
+                layer_regex(Some(p))?;
+            }
+        }
+        for t in [&self.target_modules, &self.exclude_modules].into_iter().flatten() {
+            if let TargetModules::Regex(r) = t {
+                full_regex(r)?;
+            }
+        }
         for (field, patterns) in [
             ("rank_pattern", self.rank_pattern.keys().collect::<Vec<_>>()),
             ("alpha_pattern", self.alpha_pattern.keys().collect()),
@@ -226,8 +338,17 @@ impl LoraConfig {
         Ok(())
     }
 
-    /// Is the module called `name` wrapped? Applies `target_modules`, `exclude_modules` and
-    /// `layers_to_transform` as PEFT's `check_target_module_exists` does.
+    /// Is the module called `name` wrapped? PEFT 0.21.2's `check_target_module_exists`, rule for rule:
+    ///
+    /// 1. `exclude_modules` (a list: exact name or `.`-suffix; a string: full regex match) → no;
+    /// 2. a name matching a `modules_to_save` entry (`(^|.*\.){m}($|\..*)`, the entry as a regex) → no;
+    /// 3. `target_modules` a string → its full regex match decides, and `layers_to_transform` is not
+    ///    consulted (as in PEFT);
+    /// 4. a list entry equal to the whole name → yes, again without `layers_to_transform`;
+    /// 5. a list entry that is a `.`-suffix of the name → yes, unless `layers_to_transform` is set
+    ///    (non-empty): then the layer index is the first number after `{layers_pattern}.` (any pattern
+    ///    in the list, tried in order; none or empty: the first `X.Y.<n>.` segment), and the module is
+    ///    wrapped only when that index is listed (no index found → no).
     pub fn wraps(&self, name: &str) -> Result<bool, LoraError> {
         let Some(targets) = &self.target_modules else { return Ok(false) };
         if let Some(exclude) = &self.exclude_modules
@@ -235,27 +356,45 @@ impl LoraConfig {
         {
             return Ok(false);
         }
-        if !targets.matches(name)? {
-            return Ok(false);
-        }
-        let Some(indices) = &self.layers_to_transform else { return Ok(true) };
-        let wanted: Vec<usize> = match indices {
-            LayerIndices::One(i) => vec![*i],
-            LayerIndices::Many(v) => v.clone(),
-        };
-        let patterns: Vec<String> = match &self.layers_pattern {
-            None => vec![r".*\.[^.]*".to_string()],
-            Some(LayerPattern::One(p)) => vec![regex::escape(p)],
-            Some(LayerPattern::Many(v)) => v.iter().map(|p| regex::escape(p)).collect(),
-        };
-        for p in patterns {
-            let re = Regex::new(&format!(r"^.*\.{p}\.(\d+)\.")).expect("escaped pattern");
-            if let Some(c) = re.captures(name) {
-                let idx: usize = c[1].parse().unwrap_or(usize::MAX);
-                return Ok(wanted.contains(&idx));
+        for m in self.modules_to_save.iter().flatten() {
+            if modules_to_save_regex(m)?.is_match(name) {
+                return Ok(false);
             }
         }
-        Ok(false)
+        let names = match targets {
+            TargetModules::Regex(_) => return targets.matches(name),
+            TargetModules::Names(names) => names,
+        };
+        if names.iter().any(|t| t == name) {
+            return Ok(true);
+        }
+        if !names.iter().any(|t| name.ends_with(&format!(".{t}"))) {
+            return Ok(false);
+        }
+        let wanted: Vec<usize> = match &self.layers_to_transform {
+            None => return Ok(true),
+            Some(LayerIndices::Many(v)) if v.is_empty() => return Ok(true),
+            Some(LayerIndices::One(i)) => vec![*i],
+            Some(LayerIndices::Many(v)) => v.clone(),
+        };
+        let patterns: Vec<&str> = match &self.layers_pattern {
+            Some(LayerPattern::One(p)) if !p.is_empty() => vec![p.as_str()],
+            Some(LayerPattern::Many(v)) if !v.is_empty() => v.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let index = if patterns.is_empty() {
+            layer_regex(None)?.captures(name).map(|c| c["idx"].to_string())
+        } else {
+            let mut found = None;
+            for p in patterns {
+                if let Some(c) = layer_regex(Some(p))?.captures(name) {
+                    found = Some(c["idx"].to_string());
+                    break;
+                }
+            }
+            found
+        };
+        Ok(index.and_then(|i| i.parse::<usize>().ok()).is_some_and(|i| wanted.contains(&i)))
     }
 
     /// The rank and alpha for the module called `name` (`rank_pattern` / `alpha_pattern` override
@@ -277,6 +416,21 @@ fn first_pattern<'a, T>(patterns: &'a BTreeMap<String, T>, name: &str) -> Option
         .iter()
         .find(|(p, _)| pattern_regex(p).map(|re| re.is_match(name)).unwrap_or(false))
         .map(|(_, v)| v)
+}
+
+/// PEFT's layer-index expressions (`re.match`, so anchored at the start; lazy, so the first index).
+fn layer_regex(pattern: Option<&str>) -> Result<Regex, LoraError> {
+    let expr = match pattern {
+        None => r"^.*?\.[^.]*\.(?P<idx>\d+)\.".to_string(),
+        Some(p) => format!(r"^(?:(?:^|.*?\.){p}\.(?P<idx>\d+)\.)"),
+    };
+    Regex::new(&expr).map_err(|e| LoraError::Config { field: "layers_pattern".into(), why: e.to_string() })
+}
+
+/// PEFT's `modules_to_save` exclusion: `re.match(rf"(^|.*\.){m}($|\..*)", key)`.
+fn modules_to_save_regex(m: &str) -> Result<Regex, LoraError> {
+    Regex::new(&format!(r"^(?:(^|.*\.){m}($|\..*))"))
+        .map_err(|e| LoraError::Config { field: format!("modules_to_save.{m}"), why: e.to_string() })
 }
 
 fn pattern_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -339,6 +493,52 @@ mod tests {
         assert_eq!(c.rank_and_alpha("vit.layers.0.attention.q_proj").0, 8);
         c.use_rslora = true;
         assert_eq!(c.scale(4, 16.0), 8.0);
+    }
+
+    /// PEFT 0.21.2 `check_target_module_exists`, case by case (each expectation is what that function
+    /// returns for the same config and key).
+    #[test]
+    fn peft_matching_rules_case_by_case() {
+        let cfg = |json: &str| -> LoraConfig { serde_json::from_str(json).unwrap() };
+        // modules_to_save is never wrapped, even when a target names it.
+        let c = cfg(r#"{"target_modules": ["classifier", "q_proj"], "modules_to_save": ["classifier"]}"#);
+        assert!(!c.wraps("classifier").unwrap());
+        assert!(c.wraps("vit.layers.0.attention.q_proj").unwrap());
+        // A list entry equal to the whole name skips layers_to_transform; a suffix entry does not.
+        let c = cfg(
+            r#"{"target_modules": ["vit.layers.1.attention.q_proj", "v_proj"], "layers_to_transform": [0]}"#,
+        );
+        assert!(c.wraps("vit.layers.1.attention.q_proj").unwrap());
+        assert!(!c.wraps("vit.layers.1.attention.v_proj").unwrap());
+        assert!(c.wraps("vit.layers.0.attention.v_proj").unwrap());
+        // Without layers_pattern the index is the first `X.Y.<n>.` segment (lazy), and a name without
+        // one (SigLIP's head) is not wrapped.
+        let c = cfg(r#"{"target_modules": ["fc1"], "layers_to_transform": 1}"#);
+        assert!(c.wraps("vision_model.encoder.layers.1.mlp.fc1").unwrap());
+        assert!(!c.wraps("vision_model.head.mlp.fc1").unwrap());
+        let c = cfg(r#"{"target_modules": ["fc1"], "layers_to_transform": [0]}"#);
+        assert!(c.wraps("a.blocks.0.experts.3.fc1").unwrap(), "the first index, not the last");
+        // layers_pattern is a regex and may start the name; an empty list of layers means all.
+        let c = cfg(
+            r#"{"target_modules": ["q_proj"], "layers_to_transform": [1], "layers_pattern": "lay(er|ers)"}"#,
+        );
+        assert!(c.wraps("layer.1.attention.q_proj").unwrap());
+        assert!(c.wraps("dinov2.encoder.layer.1.attention.q_proj").unwrap());
+        assert!(!c.wraps("dinov2.encoder.layer.0.attention.q_proj").unwrap());
+        let c = cfg(r#"{"target_modules": ["q_proj"], "layers_to_transform": []}"#);
+        assert!(c.wraps("vit.layers.5.attention.q_proj").unwrap());
+        // A string exclude is a full regex match.
+        let c = cfg(r#"{"target_modules": ["q_proj"], "exclude_modules": ".*layers\\.0\\..*"}"#);
+        assert!(!c.wraps("vit.layers.0.attention.q_proj").unwrap());
+        assert!(c.wraps("vit.layers.10.attention.q_proj").unwrap());
+        // PEFT's own config checks.
+        let c = cfg(r#"{"target_modules": ["q_proj"], "layers_pattern": "layers"}"#);
+        assert!(c.validate().unwrap_err().to_string().contains("`layers_pattern`"));
+        let c =
+            cfg(r#"{"target_modules": ".*q_proj", "layers_pattern": "layers", "layers_to_transform": 0}"#);
+        assert!(c.validate().unwrap_err().to_string().contains("`layers_to_transform`"));
+        let c = cfg(r#"{"target_modules": "(unclosed"}"#);
+        assert!(c.validate().unwrap_err().to_string().contains("`target_modules`"));
     }
 
     #[test]

@@ -1,92 +1,71 @@
-//! Putting LoRA branches into an encoder, by the module names PEFT uses.
+//! Putting LoRA branches into a model, by the module names PEFT uses.
 //!
-//! A LoRA-capable linear is named as in transformers 5.x's in-memory model (the names PEFT writes
-//! into adapters made with transformers 5): ViT / DeiT `vit.layers.{i}.attention.{q,k,v,o}_proj` and
-//! `vit.layers.{i}.mlp.fc{1,2}` (`deit.` for DeiT). Adapters made with transformers 4.x name the same
-//! layers `vit.encoder.layer.{i}.attention.attention.{query,key,value}`,
-//! `….attention.output.dense`, `….intermediate.dense`, `….output.dense`; both are accepted on read.
-//! Only the ViT family is wired so far; other families return a clear error.
+//! The walk is generic over [`LoraModel`]: every family lists its LoRA-capable linears under their
+//! PEFT names (see `families.rs` for the table), and `config` picks among them by PEFT's rules
+//! ([`LoraConfig::wraps`]). Adapters may name modules in another known spelling (transformers 4.x,
+//! the standalone `*Model` classes); they are mapped onto the canonical names on read.
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
-use regex::Regex;
 
-use super::linear::{BranchSettings, LoraBranch, LoraLinear};
+pub use super::families::LoraModel;
+#[cfg(test)]
+use super::families::v4_to_v5;
+#[cfg(test)]
+use super::linear::LoraLinear;
+use super::linear::{BranchSettings, LoraBranch};
 use super::peft::{AdapterTensor, LoraFactors, PeftAdapter};
 use super::{LoraConfig, LoraError};
+#[cfg(test)]
 use crate::encoder::{Encoder, EncoderModel};
 
-const PROJECTIONS: [&str; 6] = ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"];
-
-/// transformers 4.x ViT names → 5.x names (layer index kept).
-fn v4_to_v5(name: &str) -> String {
-    static RE: std::sync::OnceLock<Vec<(Regex, &'static str)>> = std::sync::OnceLock::new();
-    let table = RE.get_or_init(|| {
-        [
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.attention\.attention\.query$", "$1.layers.$2.attention.q_proj"),
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.attention\.attention\.key$", "$1.layers.$2.attention.k_proj"),
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.attention\.attention\.value$", "$1.layers.$2.attention.v_proj"),
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.attention\.output\.dense$", "$1.layers.$2.attention.o_proj"),
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.intermediate\.dense$", "$1.layers.$2.mlp.fc1"),
-            (r"^(\w+)\.encoder\.layer\.(\d+)\.output\.dense$", "$1.layers.$2.mlp.fc2"),
-        ]
-        .into_iter()
-        .map(|(p, r)| (Regex::new(p).expect("static regex"), r))
-        .collect()
-    });
-    for (re, rep) in table {
-        if re.is_match(name) {
-            return re.replace(name, *rep).into_owned();
+/// Refuse a config whose targets reach a module PEFT would wrap but calibra cannot.
+fn check_refused<M: LoraModel>(model: &M, config: &LoraConfig) -> Result<(), LoraError> {
+    let mut problems = Vec::new();
+    for (name, why) in model.lora_refused()? {
+        if config.wraps(&name)? {
+            problems.push(format!("`{name}`: {why}"));
         }
     }
-    name.to_string()
-}
-
-/// The encoder's LoRA-capable linears with their PEFT (transformers 5.x) names, in a fixed order.
-fn named_linears(encoder: &mut Encoder) -> Result<Vec<(String, &mut LoraLinear)>, LoraError> {
-    let prefix = match encoder
-        .config
-        .model_type()
-        .map_err(|e| LoraError::Config { field: "model_type".into(), why: e.to_string() })?
-    {
-        t if t == "deit" => "deit",
-        _ => "vit",
-    };
-    match &mut encoder.model {
-        EncoderModel::Vit(m) => {
-            let mut out = Vec::new();
-            for (i, block) in m.blocks.iter_mut().enumerate() {
-                let attn = &mut block.attn;
-                let mlp = &mut block.mlp;
-                let base = format!("{prefix}.layers.{i}");
-                out.push((format!("{base}.attention.q_proj"), &mut attn.q_proj));
-                out.push((format!("{base}.attention.k_proj"), &mut attn.k_proj));
-                out.push((format!("{base}.attention.v_proj"), &mut attn.v_proj));
-                out.push((format!("{base}.attention.o_proj"), &mut attn.o_proj));
-                out.push((format!("{base}.mlp.fc1"), &mut mlp.fc1));
-                out.push((format!("{base}.mlp.fc2"), &mut mlp.fc2));
-            }
-            debug_assert_eq!(out.len() % PROJECTIONS.len(), 0);
-            Ok(out)
-        }
-        _ => Err(LoraError::Config {
-            field: "model_type".into(),
-            why: "LoRA injection is implemented for ViT / DeiT encoders so far".into(),
-        }),
+    if problems.is_empty() {
+        return Ok(());
     }
+    let mut model = model.clone();
+    let names: Vec<String> = model.lora_linears()?.into_iter().map(|(n, _)| n).collect();
+    let mut suffixes: Vec<String> = Vec::new();
+    for n in &names {
+        let s = n.rsplit('.').next().unwrap_or(n).to_string();
+        if !suffixes.contains(&s) {
+            suffixes.push(s);
+        }
+    }
+    Err(LoraError::Config {
+        field: "target_modules".into(),
+        why: format!(
+            "reaches modules calibra cannot wrap:\n{}\nthe LoRA-capable modules of this model end in {} (e.g. `{}`)",
+            problems.join("\n"),
+            suffixes.join(", "),
+            names.first().map(String::as_str).unwrap_or("")
+        ),
+    })
 }
 
-/// Attach fresh branches to every linear `config` targets (B = 0, so the encoder's outputs are
-/// unchanged) and freeze every encoder weight (as PEFT does). Returns the wrapped module names. Each branch's A is drawn
+/// Attach fresh branches to every linear `config` targets (B = 0, so the model's outputs are
+/// unchanged) and freeze every model weight (as PEFT does). Returns the wrapped module names. Each branch's A is drawn
 /// from its own seeded stream (`seed` mixed with the module's position), so the result does not
 /// depend on anything else in the process.
-pub fn apply_lora(encoder: &mut Encoder, config: &LoraConfig, seed: u64) -> Result<Vec<String>, LoraError> {
+pub fn apply_lora<M: LoraModel>(
+    model: &mut M,
+    config: &LoraConfig,
+    seed: u64,
+) -> Result<Vec<String>, LoraError> {
     config.validate()?;
+    check_refused(model, config)?;
     // PEFT freezes the whole base model (norms, embeddings, unwrapped projections), not only the
-    // wrapped layers; the new branches are the only trainable encoder parameters.
-    *encoder = encoder.clone().no_grad();
+    // wrapped layers; the new branches are the only trainable model parameters.
+    *model = model.clone().no_grad();
     let mut wrapped = Vec::new();
-    for (position, (name, linear)) in named_linears(encoder)?.into_iter().enumerate() {
+    for (position, (name, linear)) in model.lora_linears()?.into_iter().enumerate() {
         if !config.wraps(&name)? {
             continue;
         }
@@ -105,10 +84,11 @@ pub fn apply_lora(encoder: &mut Encoder, config: &LoraConfig, seed: u64) -> Resu
         wrapped.push(name);
     }
     if wrapped.is_empty() {
+        let example = model.name_example()?;
         return Err(LoraError::Config {
             field: "target_modules".into(),
             why: format!(
-                "matched no module of this encoder (its linears are named like `vit.layers.0.attention.q_proj`; {:?})",
+                "matched no module of this encoder (its linears are named like `{example}`; {:?})",
                 config.target_modules
             ),
         });
@@ -116,20 +96,27 @@ pub fn apply_lora(encoder: &mut Encoder, config: &LoraConfig, seed: u64) -> Resu
     Ok(wrapped)
 }
 
-/// Put the factors of a PEFT adapter into the encoder (5.x or 4.x module names), with the adapter's
-/// scale and dropout. Every adapter module must exist in the encoder with matching shapes; all
-/// problems are listed.
-pub fn load_adapter(
-    encoder: &mut Encoder,
+/// Put the factors of a PEFT adapter into the model (canonical or other known module names), with
+/// the adapter's scale and dropout. Every adapter module must exist in the model with matching
+/// shapes; all problems are listed.
+pub fn load_adapter<M: LoraModel>(
+    model: &mut M,
     adapter: &PeftAdapter,
     device: &Device,
 ) -> Result<Vec<String>, LoraError> {
     let config = &adapter.config;
-    let mut by_name: std::collections::BTreeMap<String, &LoraFactors> =
-        adapter.factors.iter().map(|(k, v)| (v4_to_v5(k), v)).collect();
+    check_refused(model, config)?;
+    let mut by_name: std::collections::BTreeMap<String, &LoraFactors> = std::collections::BTreeMap::new();
     let mut problems = Vec::new();
+    for (k, v) in &adapter.factors {
+        let canonical = model.canonical_name(k)?;
+        if by_name.insert(canonical.clone(), v).is_some() {
+            problems
+                .push(format!("`{k}`: a second spelling of `{canonical}`, which the adapter already has"));
+        }
+    }
     let mut loaded = Vec::new();
-    for (name, linear) in named_linears(encoder)? {
+    for (name, linear) in model.lora_linears()? {
         let Some(f) = by_name.remove(&name) else { continue };
         let (d_in, d_out) = linear.dims();
         if f.a.shape[1] != d_in || f.b.shape[0] != d_out {
@@ -156,18 +143,18 @@ pub fn load_adapter(
     Ok(loaded)
 }
 
-/// The adapter an encoder carries: the factors of every branch under its PEFT (transformers 5.x)
-/// module name, `config` as the adapter's configuration, and `saved` (e.g. a classifier head as
+/// The adapter a model carries: the factors of every branch under its canonical PEFT module name,
+/// `config` as the adapter's configuration, and `saved` (e.g. a classifier head as
 /// `classifier.weight` / `classifier.bias`, PyTorch layout) as its `modules_to_save` tensors.
 /// Merged branches are refused: their factors are still in the base weight.
-pub fn extract_adapter(
-    encoder: &Encoder,
+pub fn extract_adapter<M: LoraModel>(
+    model: &M,
     config: &LoraConfig,
     saved: std::collections::BTreeMap<String, AdapterTensor>,
 ) -> Result<PeftAdapter, LoraError> {
-    let mut encoder = encoder.clone();
+    let mut model = model.clone();
     let mut factors = std::collections::BTreeMap::new();
-    for (name, linear) in named_linears(&mut encoder)? {
+    for (name, linear) in model.lora_linears()? {
         let Some(branch) = &linear.lora else { continue };
         if linear.merged {
             return Err(LoraError::Config {

@@ -17,11 +17,12 @@
 
 mod config;
 mod error;
+mod families;
 mod inject;
 mod linear;
 pub mod peft;
 
-pub use config::{LoraConfig, LoraInit, TargetModules};
+pub use config::{LoraConfig, LoraInit, PEFT_INERT_OPTIONS, PEFT_METADATA_KEYS, TargetModules};
 pub use error::LoraError;
-pub use inject::{apply_lora, extract_adapter, load_adapter};
+pub use inject::{LoraModel, apply_lora, extract_adapter, load_adapter};
 pub use linear::{BranchSettings, LoraBranch, LoraLinear};

@@ -72,8 +72,10 @@ impl PeftAdapter {
         let config_path = dir.join(ADAPTER_CONFIG);
         let text = fs::read_to_string(&config_path)
             .map_err(|source| LoraError::Io { path: config_path.clone(), source })?;
-        let config: LoraConfig = serde_json::from_str(&text)
+        let mut config: LoraConfig = serde_json::from_str(&text)
             .map_err(|e| LoraError::Format { path: config_path.clone(), why: e.to_string() })?;
+        // Which PEFT wrote the file describes the file, not the adapter; `write` puts its own.
+        config.other_options.remove("peft_version");
         config.validate().map_err(|e| LoraError::Format { path: config_path.clone(), why: e.to_string() })?;
 
         let weights_path = dir.join(ADAPTER_WEIGHTS);
