@@ -45,6 +45,12 @@ pub struct RunArgs {
     /// Dry-run summary as a table or as JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+    /// Compute device for the networks: `cpu`, `wgpu`, `wgpu:N`, `cuda`, `cuda:N` (GPU backends need
+    /// the matching cargo feature). Overrides the recipe's `[runtime] device`; default `cpu`. Not part
+    /// of any fit key, so a store resumes on another device. One process per GPU:
+    /// `--shard I/N --device cuda:I`.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
 }
 
 fn parse_shard(text: &str) -> Result<Shard, String> {
@@ -141,7 +147,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let out = args.out.as_ref().expect("clap requires --out without --dry-run");
     let (resume, shard, fail_fast, break_lock) = (args.resume, args.shard, args.fail_fast, args.break_lock);
-    run_recipe(&recipe, &text, out, ExecuteOptions { resume, shard, fail_fast, break_lock })?;
+    let options = ExecuteOptions { resume, shard, fail_fast, break_lock };
+    run_recipe(&recipe, &text, out, options, args.device.as_deref(), &args.recipe.display().to_string())?;
     if args.report {
         let started = std::time::Instant::now();
         eprintln!("report: evaluating {} (calibra report {})", out.display(), out.display());
@@ -162,12 +169,34 @@ pub fn run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs `recipe` (whose TOML is `text`) into the run store `out` with the burn executors, progress
-/// and notes on stderr.
-pub fn run_recipe(recipe: &Recipe, text: &str, out: &Path, options: ExecuteOptions) -> Result<()> {
-    let executor = calibra_exec::RunExecutor::new();
+/// Runs `recipe` (whose TOML is `text`, read from `source`) into the run store `out` with the burn
+/// executors on `device` (else the recipe's `[runtime] device`, else the CPU), progress and notes on
+/// stderr. The device is brought up and checked before anything else happens.
+pub fn run_recipe(
+    recipe: &Recipe,
+    text: &str,
+    out: &Path,
+    options: ExecuteOptions,
+    device: Option<&str>,
+    source: &str,
+) -> Result<()> {
+    let executor = calibra_exec::RunExecutor::on(resolve_device(recipe, device, source)?);
     let mut note = |line: &str| eprintln!("{line}");
     execute_recipe(recipe, text, out, &executor, options, &mut GridProgress::new(), &mut note)?;
     eprintln!("evaluate with: calibra report {}", out.display());
     Ok(())
+}
+
+/// The device `--device` names, else the recipe's `[runtime] device`, else the CPU; brought up and
+/// checked (a missing backend or driver is an error naming where the name came from).
+fn resolve_device(recipe: &Recipe, flag: Option<&str>, source: &str) -> Result<burn::tensor::Device> {
+    let from_recipe = recipe.runtime.as_ref().and_then(|r| r.device.as_deref());
+    let (name, origin) = match (flag, from_recipe) {
+        (Some(name), _) => (name, "--device".to_string()),
+        (None, Some(name)) => (name, format!("{source}: [runtime] device")),
+        (None, None) => return Ok(burn::tensor::Device::flex()),
+    };
+    let device = calibra_models::parse_device(name).with_context(|| format!("{origin} `{name}`"))?;
+    eprintln!("device: {name} ({origin})");
+    Ok(device)
 }

@@ -142,6 +142,10 @@ pub struct TrainArgs {
     /// Print the recipe these flags make (usable with `calibra run`) and exit.
     #[arg(long)]
     pub print_recipe: bool,
+    /// Compute device: `cpu` (default), `wgpu`, `wgpu:N`, `cuda`, `cuda:N` (GPU backends need the
+    /// matching cargo feature); checked before anything runs, and not part of any fit key.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
 }
 
 /// The one-encoder recipe of `args` (calibra-run's [`TrainPlan`]).
@@ -206,6 +210,8 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         &text,
         out,
         ExecuteOptions { resume: args.resume, fail_fast: true, ..Default::default() },
+        args.device.as_deref(),
+        "the `calibra train` flags",
     )
 }
 

@@ -1,5 +1,6 @@
 //! The executor of `calibra run` (and `calibra train`): dispatches each fit to its regime's module,
-//! on burn's CPU backend, with one dataset cache that the runner reads too.
+//! on one burn device (the CPU backend unless `--device` / `[runtime] device` names another), with
+//! one dataset cache that the runner reads too.
 
 use burn::tensor::Device;
 use calibra_crs::Regime;
@@ -27,11 +28,14 @@ impl Default for RunExecutor {
 impl RunExecutor {
     /// Everything runs on burn's CPU backend.
     pub fn new() -> Self {
-        RunExecutor {
-            baseline: BaselineExecutor::default(),
-            device: Device::flex(),
-            datasets: DatasetCache::default(),
-        }
+        Self::on(Device::flex())
+    }
+
+    /// Everything that runs a network (feature passes, fine-tuning, CoOp, zero-shot) runs on `device`
+    /// (e.g. from [`calibra_models::parse_device`], which checks that it comes up); probes,
+    /// calibrators and metrics stay on the CPU.
+    pub fn on(device: Device) -> Self {
+        RunExecutor { baseline: BaselineExecutor::default(), device, datasets: DatasetCache::default() }
     }
 }
 
@@ -69,5 +73,41 @@ impl Executor for RunExecutor {
 
     fn datasets(&self) -> Option<&DatasetCache> {
         Some(&self.datasets)
+    }
+}
+
+#[cfg(test)]
+mod device_names {
+    use calibra_models::DeviceKind;
+    use calibra_run::names::device_problem;
+
+    /// Recipe validation (calibra-run, free of burn) accepts exactly the device names
+    /// calibra-models parses.
+    #[test]
+    fn recipe_validation_and_the_device_parser_agree() {
+        for name in [
+            "cpu",
+            "CPU",
+            "flex",
+            "ndarray",
+            "wgpu",
+            "wgpu:0",
+            "wgpu:12",
+            "cuda",
+            "cuda:3",
+            " Cuda:1 ",
+            "cpu:0",
+            "ndarray:1",
+            "cuda:",
+            "cuda:-1",
+            "cuda:x",
+            "wgpu:1:2",
+            "tpu",
+            "",
+            "metal",
+        ] {
+            let parsed = name.parse::<DeviceKind>();
+            assert_eq!(device_problem(name).is_none(), parsed.is_ok(), "`{name}`: {parsed:?}");
+        }
     }
 }

@@ -102,6 +102,9 @@
 //!
 //! [cost]                              # optional: the dry-run cost model (see crate::cost)
 //! pass_seconds = 2.0                  # seconds of one encoder forward pass over one test split
+//!
+//! [runtime]                           # optional; never part of a fit key
+//! device = "wgpu"                     # cpu (default), wgpu, wgpu:N, cuda, cuda:N, ndarray
 //! ```
 
 use std::collections::BTreeMap;
@@ -626,6 +629,17 @@ pub struct CostSettings {
     pub pass_seconds: Option<f64>,
 }
 
+/// `[runtime]`: where the grid runs. Never part of a fit key: the same fits run on any device, and a
+/// store resumes on another one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSettings {
+    /// The compute device: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda`, `cuda:N`, `ndarray` (the GPU
+    /// backends need the matching cargo feature). `calibra run --device` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
 /// A whole recipe, as written (see the module docs for the schema).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -650,6 +664,8 @@ pub struct Recipe {
     pub evaluator: Option<EvaluatorSettings>,
     #[serde(default)]
     pub cost: Option<CostSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSettings>,
 }
 
 /// What validation checks beyond the schema.

@@ -165,6 +165,7 @@ impl TrainPlan {
                 ..EvaluatorSettings::default()
             }),
             cost: None,
+            runtime: None,
         })
     }
 

@@ -51,6 +51,7 @@ impl Recipe {
         self.loss_problems(problem);
         self.evaluator_problems(problem, options);
         self.cost_problems(problem);
+        self.runtime_problems(problem);
         out
     }
 
@@ -512,6 +513,17 @@ impl Recipe {
             if !EVALUATED_REGIMES.iter().any(|r| r.name() == e.regime) {
                 problem(at.key("regime"), format!("`{}` is not a regime", e.regime));
             }
+        }
+    }
+
+    /// `[runtime]`: a device name of [`names::device_problem`]'s grammar (whether this build has the
+    /// backend, and whether it comes up, is checked when the run starts).
+    fn runtime_problems(&self, problem: &mut Sink<'_>) {
+        if let Some(r) = &self.runtime
+            && let Some(device) = &r.device
+            && let Some(why) = names::device_problem(device)
+        {
+            problem(KeyPath::root().key("runtime").key("device"), why);
         }
     }
 

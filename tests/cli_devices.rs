@@ -1,0 +1,127 @@
+//! `--device` on `calibra run` and `calibra train`, and a recipe's `[runtime] device` (issue 16):
+//! a device this build cannot use is one clear error before any work starts (no run store is
+//! created), a bad name is refused with the names that work, and with the `wgpu` feature
+//! `calibra train --device wgpu` writes the records the CPU run writes, within 1e-3.
+
+mod common;
+
+use std::path::Path;
+
+use common::calibra;
+
+const DATA: &str = "synth:derm?n=64&size=32";
+
+fn scratch() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("checkpoints/scratch").display().to_string()
+}
+
+fn train_args<'a>(encoder: &'a str, store: &'a str, device: &'a str) -> Vec<&'a str> {
+    vec![
+        "train",
+        "--encoder",
+        encoder,
+        "--data",
+        DATA,
+        "--regime",
+        "lora",
+        "--epochs",
+        "1",
+        "--lr",
+        "1e-3",
+        "--perturbations",
+        "jpeg",
+        "--severities",
+        "1",
+        "--calibrators",
+        "none,temperature",
+        "--device",
+        device,
+        "--out",
+        store,
+    ]
+}
+
+#[test]
+fn an_unknown_device_is_refused_with_the_names_that_work_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let encoder = scratch();
+    let out = calibra(&train_args(&encoder, store.to_str().unwrap(), "tpu"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--device `tpu`") && err.contains("cpu, wgpu, wgpu:N, cuda, cuda:N"), "{err}");
+    assert!(!store.exists(), "no run store before the device is known to work");
+}
+
+#[test]
+fn a_recipe_names_its_device_under_runtime_with_the_line_of_a_bad_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recipe = tmp.path().join("r.toml");
+    let text = format!(
+        "seeds = [0]\nlabel_fractions = [1.0]\ncalibrators = [\"none\"]\n\n[[encoders]]\nsource = \"{}\"\n\n\
+         [[datasets]]\nname = \"derm\"\nspec = \"{DATA}\"\n\n[regimes.frozen]\nprobes = [\"logistic\"]\n\n\
+         [runtime]\ndevice = \"gpu0\"\n",
+        scratch()
+    );
+    std::fs::write(&recipe, &text).unwrap();
+    let out = calibra(&["run", recipe.to_str().unwrap(), "--dry-run"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("r.toml:16") && err.contains("runtime.device") && err.contains("`gpu0`"), "{err}");
+
+    // A valid name runs; `--device cpu` overrides the recipe's device.
+    std::fs::write(&recipe, text.replace("gpu0", "cpu")).unwrap();
+    let store = tmp.path().join("store");
+    let out = calibra(&["run", recipe.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("device: cpu"), "the device used is said");
+}
+
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn wgpu_without_the_feature_names_the_feature_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let encoder = scratch();
+    let out = calibra(&train_args(&encoder, store.to_str().unwrap(), "wgpu"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--device `wgpu`") && err.contains("--features wgpu"), "{err}");
+    assert!(!store.exists(), "no run store before the device is known to work");
+}
+
+/// Every record's metrics, keyed by (regime, condition, calibrator), from a store.
+#[cfg(feature = "wgpu")]
+fn metrics(store: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    std::fs::read_to_string(store.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            (format!("{} {} {}", r["regime"], r["condition"], r["calibrator"]), r["metrics"].clone())
+        })
+        .collect()
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn train_on_wgpu_writes_the_records_of_the_cpu_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let encoder = scratch();
+    let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("wgpu"));
+    for (store, device) in [(&cpu, "cpu"), (&gpu, "wgpu")] {
+        let out = calibra(&train_args(&encoder, store.to_str().unwrap(), device));
+        assert!(out.status.success(), "{device}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (on_cpu, on_gpu) = (metrics(&cpu), metrics(&gpu));
+    assert_eq!(on_cpu.keys().collect::<Vec<_>>(), on_gpu.keys().collect::<Vec<_>>());
+    let mut worst = 0.0f64;
+    for (key, m) in &on_cpu {
+        for (name, value) in m.as_object().unwrap() {
+            let (Some(a), Some(b)) = (value.as_f64(), on_gpu[key][name].as_f64()) else { continue };
+            worst = worst.max((a - b).abs());
+            assert!((a - b).abs() <= 1e-3, "{key} {name}: {b} on wgpu, {a} on the cpu");
+        }
+    }
+    eprintln!("{} records; worst metric difference {worst:e}", on_cpu.len());
+}
