@@ -78,6 +78,13 @@ pub struct TrainArgs {
     /// Peak learning rate (default: lora 2e-4, full 1e-5, coop 2e-3).
     #[arg(long)]
     pub lr: Option<f64>,
+    /// LoRA / full: images per forward pass (default 32).
+    #[arg(long, value_name = "B")]
+    pub batch_size: Option<u32>,
+    /// LoRA / full: gradient accumulation, forward passes per optimiser step (which then sees B·N
+    /// images while memory holds B; default 1).
+    #[arg(long, value_name = "N")]
+    pub accumulate: Option<u32>,
     /// LoRA rank.
     #[arg(long, default_value_t = 8)]
     pub lora_r: u32,
@@ -170,6 +177,8 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         seeds: args.seed.clone(),
         epochs: args.epochs,
         lr: args.lr,
+        batch_size: args.batch_size,
+        accumulate: args.accumulate,
         lora_r: args.lora_r,
         lora_alpha: args.lora_alpha,
         lora_dropout: args.lora_dropout,

@@ -35,16 +35,30 @@ const PREDICT_BATCH: usize = 64;
 /// The adaptation, optimisation, head initialisation and loss of a LoRA / full fit.
 fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig), String> {
     let seed = fit.config.seed;
-    let train_config = |epochs: u32, lr: f64, early_stopping: Option<u32>| TrainConfig {
+    let train_config = |epochs: u32, lr: f64, early_stopping: Option<u32>, batch: (u32, u32)| TrainConfig {
         epochs: epochs as usize,
         lr,
         seed,
         early_stopping: early_stopping.map(|p| p as usize),
+        batch_size: batch.0 as usize,
+        accumulate: batch.1 as usize,
         ..TrainConfig::default()
     };
     let head = |name: &str| HeadInit::parse(name).map_err(|e| e.to_string());
     match &fit.config.method {
-        FitMethod::Lora { r, alpha, dropout, lr, epochs, targets, loss, head_init, early_stopping } => {
+        FitMethod::Lora {
+            r,
+            alpha,
+            dropout,
+            lr,
+            epochs,
+            targets,
+            loss,
+            head_init,
+            early_stopping,
+            batch_size,
+            accumulate,
+        } => {
             let config = LoraConfig {
                 r: *r as usize,
                 lora_alpha: *alpha,
@@ -53,11 +67,12 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
                 ..LoraConfig::default()
             };
             config.validate().map_err(|e| e.to_string())?;
-            let train = train_config(*epochs, *lr, *early_stopping);
+            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate));
             Ok((Adaptation::Lora(Box::new(config)), train, head(head_init)?, loss))
         }
-        FitMethod::Full { lr, epochs, loss, head_init, early_stopping } => {
-            Ok((Adaptation::Full, train_config(*epochs, *lr, *early_stopping), head(head_init)?, loss))
+        FitMethod::Full { lr, epochs, loss, head_init, early_stopping, batch_size, accumulate } => {
+            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate));
+            Ok((Adaptation::Full, train, head(head_init)?, loss))
         }
         _ => Err("not a LoRA / full fit".into()),
     }
@@ -218,5 +233,16 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod defaults {
+    /// The recipe's default batch (left out of fit keys) is the trainer's default.
+    #[test]
+    fn the_recipe_default_batch_is_the_trainers() {
+        let trainer = calibra_train::trainer::TrainConfig::default();
+        assert_eq!(calibra_run::recipe::DEFAULT_TRAIN_BATCH as usize, trainer.batch_size);
+        assert_eq!(trainer.accumulate, 1);
     }
 }

@@ -67,6 +67,12 @@ pub enum FitMethod {
         head_init: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         early_stopping: Option<u32>,
+        /// Images per forward pass; in the key only when not [`crate::recipe::DEFAULT_TRAIN_BATCH`].
+        #[serde(skip_serializing_if = "is_default_batch")]
+        batch_size: u32,
+        /// Gradient accumulation; in the key only when not 1.
+        #[serde(skip_serializing_if = "is_one")]
+        accumulate: u32,
     },
     /// CoOp prompt learning with a loss. `method` enters the key only when it is not plain CoOp, so
     /// recipes without `methods` keep the keys (and stored fits) they had before it existed.
@@ -81,7 +87,8 @@ pub enum FitMethod {
         #[serde(skip_serializing_if = "PromptMethod::is_coop")]
         method: PromptMethod,
     },
-    /// Full fine-tuning with a loss (`head_init`, `early_stopping`: as for [`FitMethod::Lora`]).
+    /// Full fine-tuning with a loss (`head_init`, `early_stopping`, `batch_size`, `accumulate`: as
+    /// for [`FitMethod::Lora`]).
     Full {
         lr: f64,
         epochs: u32,
@@ -90,6 +97,10 @@ pub enum FitMethod {
         head_init: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         early_stopping: Option<u32>,
+        #[serde(skip_serializing_if = "is_default_batch")]
+        batch_size: u32,
+        #[serde(skip_serializing_if = "is_one")]
+        accumulate: u32,
     },
     /// Zero-shot prompting with one template: `id` (`P1`…`P7` or `C1`…) and, for a custom
     /// template, its text (an MVC-Bench template's text is looked up by the executor).
@@ -170,6 +181,14 @@ impl PromptMethod {
             _ => 1.0,
         }
     }
+}
+
+fn is_default_batch(v: &u32) -> bool {
+    *v == crate::recipe::DEFAULT_TRAIN_BATCH
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 /// Whether `head_init` is the historical one (`random`), which the fit key leaves out.
@@ -357,6 +376,8 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                             loss: loss.into(),
                             head_init: head_init_of(l.head_init.as_deref()),
                             early_stopping: l.early_stopping,
+                            batch_size: l.batch_size.unwrap_or(crate::recipe::DEFAULT_TRAIN_BATCH),
+                            accumulate: l.accumulate.unwrap_or(1),
                         },
                         loss.display_label(),
                         fractions(l.label_fractions.as_deref()),
@@ -400,6 +421,8 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                             loss: loss.into(),
                             head_init: head_init_of(f.head_init.as_deref()),
                             early_stopping: f.early_stopping,
+                            batch_size: f.batch_size.unwrap_or(crate::recipe::DEFAULT_TRAIN_BATCH),
+                            accumulate: f.accumulate.unwrap_or(1),
                         },
                         loss.display_label(),
                         fractions(f.label_fractions.as_deref()),

@@ -300,6 +300,10 @@ pub const DEFAULT_HEAD_INIT: &str = "random";
 /// Values of `head_init`.
 pub const HEAD_INITS: &[&str] = &["probe", "random"];
 
+/// Images per forward pass of LoRA / full fine-tuning when `batch_size` is absent (calibra-train's
+/// `TrainConfig` default; a calibra-exec test keeps the two equal).
+pub const DEFAULT_TRAIN_BATCH: u32 = 32;
+
 /// `[regimes.lora]`: low-rank adaptation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -316,6 +320,13 @@ pub struct LoraRegime {
     /// Early stopping on the calibration-split loss: patience in epochs (absent: none).
     #[serde(default)]
     pub early_stopping: Option<u32>,
+    /// Images per forward pass (default [`DEFAULT_TRAIN_BATCH`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    /// Gradient accumulation: forward passes per optimiser step, which then sees
+    /// `batch_size · accumulate` images (default 1; Hugging Face's `gradient_accumulation_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulate: Option<u32>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -420,6 +431,12 @@ pub struct FullRegime {
     /// As [`LoraRegime::early_stopping`].
     #[serde(default)]
     pub early_stopping: Option<u32>,
+    /// As [`LoraRegime::batch_size`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    /// As [`LoraRegime::accumulate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulate: Option<u32>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,

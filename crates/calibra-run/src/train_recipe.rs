@@ -51,6 +51,10 @@ pub struct TrainPlan {
     pub seeds: Vec<u64>,
     pub epochs: Option<u32>,
     pub lr: Option<f64>,
+    /// LoRA / full: images per forward pass (`None`: the default 32).
+    pub batch_size: Option<u32>,
+    /// LoRA / full: gradient accumulation (`None`: 1).
+    pub accumulate: Option<u32>,
     pub lora_r: u32,
     pub lora_alpha: f64,
     pub lora_dropout: f64,
@@ -86,6 +90,8 @@ impl TrainPlan {
         let epochs = |default: u32| self.epochs.unwrap_or(default);
         let lr = |default: f64| self.lr.unwrap_or(default);
         self.coop_method_flags()?;
+        self.batch_flags()?;
+        let (batch_size, accumulate) = (self.batch_size, self.accumulate);
         let mut regimes = Regimes::default();
         match self.regime {
             TrainedRegime::Probe => {
@@ -102,6 +108,8 @@ impl TrainPlan {
                     targets: self.lora_targets.clone(),
                     head_init: None,
                     early_stopping: None,
+                    batch_size,
+                    accumulate,
                     encoders: None,
                     label_fractions: None,
                 });
@@ -109,8 +117,16 @@ impl TrainPlan {
             TrainedRegime::Full => {
                 let (lr, epochs) = (lr(1e-5), epochs(3));
                 let (head_init, early_stopping, encoders, label_fractions) = (None, None, None, None);
-                regimes.full =
-                    Some(FullRegime { lr, epochs, head_init, early_stopping, encoders, label_fractions });
+                regimes.full = Some(FullRegime {
+                    lr,
+                    epochs,
+                    head_init,
+                    early_stopping,
+                    batch_size,
+                    accumulate,
+                    encoders,
+                    label_fractions,
+                });
             }
             TrainedRegime::Coop => {
                 // Plain CoOp leaves `methods` out: the recipe (and its run keys) are those of before.
@@ -191,6 +207,18 @@ impl TrainPlan {
         Ok(())
     }
 
+    /// `--batch-size` / `--accumulate` apply to the fine-tuning regimes only.
+    fn batch_flags(&self) -> Result<(), RunError> {
+        let given =
+            [("--batch-size", self.batch_size.is_some()), ("--accumulate", self.accumulate.is_some())];
+        for (flag, _) in given.into_iter().filter(|g| g.1) {
+            if !matches!(self.regime, TrainedRegime::Lora | TrainedRegime::Full) {
+                return Err(flag_error(format!("{flag} applies to --regime lora and full")));
+            }
+        }
+        Ok(())
+    }
+
     fn shift(&self) -> Result<Vec<ShiftEntry>, RunError> {
         let entry = |s: &String| match s.split_once('=') {
             Some((name, spec)) => Ok(ShiftEntry { name: Some(name.into()), spec: spec.into() }),
@@ -251,6 +279,8 @@ mod tests {
             seeds: vec![0, 1],
             epochs: None,
             lr: Some(1e-3),
+            batch_size: None,
+            accumulate: None,
             lora_r: 8,
             lora_alpha: 16.0,
             lora_dropout: 0.05,
@@ -367,5 +397,19 @@ seed = 3
         let mut p = plan(TrainedRegime::Full);
         p.shift = vec!["nameless".into()];
         assert!(p.recipe().unwrap_err().to_string().contains("--shift `nameless`"));
+    }
+
+    #[test]
+    fn batch_flags_reach_the_fine_tuning_recipes_and_are_refused_elsewhere() {
+        for regime in [TrainedRegime::Lora, TrainedRegime::Full] {
+            let p = TrainPlan { batch_size: Some(8), accumulate: Some(4), ..plan(regime) };
+            let text = p.recipe().unwrap().to_toml().unwrap();
+            assert!(text.contains("batch_size = 8") && text.contains("accumulate = 4"), "{text}");
+            Recipe::parse(&text, "t", ValidationOptions { check_paths: false }).unwrap();
+        }
+        for regime in [TrainedRegime::Probe, TrainedRegime::Coop] {
+            let err = TrainPlan { accumulate: Some(2), ..plan(regime) }.recipe().unwrap_err().to_string();
+            assert!(err.contains("--accumulate applies to --regime lora and full"), "{err}");
+        }
     }
 }

@@ -126,3 +126,25 @@ fn head_init_and_early_stopping_enter_the_key_only_when_not_historical() {
         Recipe::parse(&bad, "x.toml", ValidationOptions { check_paths: false }).unwrap_err().to_string();
     assert!(err.contains("head_init") && err.contains("early_stopping"), "{err}");
 }
+
+#[test]
+fn batch_size_and_accumulate_enter_the_key_only_when_not_the_default() {
+    let parse = |text: &str| {
+        expand(&Recipe::parse(text, "x.toml", ValidationOptions { check_paths: false }).unwrap())
+    };
+    let lora_keys = |fits: &[calibra_run::FitSpec]| -> Vec<FitKey> {
+        fits.iter().filter(|f| f.config.regime == Regime::Lora).map(|f| f.key.clone()).collect()
+    };
+    let base = expand(&recipe());
+    let defaults = parse(&RECIPE.replace("r = 4\n", "r = 4\nbatch_size = 32\naccumulate = 1\n"));
+    assert_eq!(lora_keys(&base), lora_keys(&defaults), "the defaults keep the keys of before");
+    let accumulated = parse(&RECIPE.replace("r = 4\n", "r = 4\nbatch_size = 16\naccumulate = 2\n"));
+    assert!(lora_keys(&base).iter().zip(lora_keys(&accumulated)).all(|(a, b)| *a != b));
+    let lora = accumulated.iter().find(|f| f.config.regime == Regime::Lora).unwrap();
+    let json = serde_json::to_value(&lora.config.method).unwrap();
+    assert_eq!((json["batch_size"].as_u64(), json["accumulate"].as_u64()), (Some(16), Some(2)));
+    let bad = RECIPE.replace("r = 4\n", "r = 4\nbatch_size = 0\naccumulate = 0\n");
+    let err =
+        Recipe::parse(&bad, "x.toml", ValidationOptions { check_paths: false }).unwrap_err().to_string();
+    assert!(err.contains("batch_size must be >= 1") && err.contains("accumulate must be >= 1"), "{err}");
+}

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +54,17 @@ pub enum TrainerError {
 #[serde(deny_unknown_fields)]
 pub struct TrainConfig {
     pub epochs: usize,
+    /// Images per forward pass (a micro-batch when `accumulate` > 1).
     pub batch_size: usize,
+    /// Gradient accumulation (`--accumulate N`, Hugging Face's `gradient_accumulation_steps`): each
+    /// optimiser step sums the gradients of `accumulate` forward passes of `batch_size` images, so it
+    /// sees `batch_size · accumulate` images while memory holds `batch_size`. The step's loss is the
+    /// image-weighted mean of the micro-batch losses, which is the loss of the whole batch for losses
+    /// averaged over images (CE, focal, label smoothing, masked BCE per row); batch-level terms
+    /// (MDCA, MMCE, DCA, MCM's) see each micro-batch on its own. Steps per epoch and the LR schedule
+    /// count optimiser steps.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub accumulate: usize,
     pub lr: f64,
     pub weight_decay: f64,
     pub beta_1: f64,
@@ -79,6 +89,7 @@ impl Default for TrainConfig {
         TrainConfig {
             epochs: 8,
             batch_size: 32,
+            accumulate: 1,
             lr: 2e-4,
             weight_decay: 0.01,
             beta_1: 0.9,
@@ -93,13 +104,26 @@ impl Default for TrainConfig {
     }
 }
 
+fn one() -> usize {
+    1
+}
+
+fn is_one(v: &usize) -> bool {
+    *v == 1
+}
+
 impl TrainConfig {
+    /// Images per optimiser step: `batch_size · accumulate`.
+    pub fn step_batch(&self) -> usize {
+        self.batch_size.saturating_mul(self.accumulate)
+    }
+
     fn validate(&self) -> Result<(), TrainerError> {
         let bad = |m: String| Err(TrainerError::Config(m));
-        if self.epochs == 0 || self.batch_size == 0 {
+        if self.epochs == 0 || self.batch_size == 0 || self.accumulate == 0 {
             return bad(format!(
-                "epochs ({}) and batch_size ({}) must be >= 1",
-                self.epochs, self.batch_size
+                "epochs ({}), batch_size ({}) and accumulate ({}) must be >= 1",
+                self.epochs, self.batch_size, self.accumulate
             ));
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
@@ -226,7 +250,18 @@ pub(crate) fn update<M: Module>(
     lr: f64,
     max_grad_norm: Option<f64>,
 ) -> Result<(M, f64), TrainError> {
-    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+    let grads = GradientsParams::from_grads(loss.backward(), &model);
+    update_with(model, grads, optimizer, lr, max_grad_norm)
+}
+
+/// [`update`] from gradients already taken (e.g. accumulated over micro-batches).
+pub(crate) fn update_with<M: Module>(
+    model: M,
+    mut grads: GradientsParams,
+    optimizer: &mut ModuleOptimizer,
+    lr: f64,
+    max_grad_norm: Option<f64>,
+) -> Result<(M, f64), TrainError> {
     let grad_norm = match max_grad_norm {
         Some(max) => clip_grad_norm(&model, &mut grads, max)?.total_norm,
         None => f64::NAN,
@@ -317,7 +352,7 @@ pub fn train_monitored<M: Classifier>(
         return Err(TrainerError::Config("the training set is empty".into()));
     }
     data.check()?;
-    let steps_per_epoch = data.len().div_ceil(config.batch_size);
+    let steps_per_epoch = data.len().div_ceil(config.step_batch());
     let total_steps = steps_per_epoch * config.epochs;
     let (optimizer, schedule) = adamw_with_schedule(config, total_steps)?;
     let Start {
@@ -341,7 +376,7 @@ pub fn train_monitored<M: Classifier>(
 
     let plan = LoopPlan {
         n: data.len(),
-        batch_size: config.batch_size,
+        batch_size: config.step_batch(),
         steps_per_epoch,
         total_steps,
         order_seed: config.seed,
@@ -476,15 +511,38 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
     type Model = M;
     type Error = TrainerError;
 
-    /// burn's random stream (dropout) is re-seeded from `(seed, step)` before the forward pass.
+    /// burn's random stream (dropout) is re-seeded from `(seed, step)` before the forward pass (and
+    /// from `(seed, step, m)` before micro-batch `m` ≥ 1 under gradient accumulation).
     fn step(&mut self, model: M, batch: &Batch<'_>) -> Result<(M, Stepped), TrainerError> {
         let (data, indices) = (self.data, batch.indices);
-        self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
-        let logits = model.logits(data.images(indices, self.device));
-        let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
-        let loss = finite_value(&value).map_err(|e| at_step(e, batch.step + 1, batch.total_steps))?;
         let lr = self.schedule.lr(batch.step);
-        let (model, grad_norm) = update(model, value, &mut self.optimizer, lr, self.config.max_grad_norm)?;
+        let named = |e| at_step(e, batch.step + 1, batch.total_steps);
+        if self.config.accumulate == 1 {
+            self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
+            let logits = model.logits(data.images(indices, self.device));
+            let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
+            let loss = finite_value(&value).map_err(named)?;
+            let (model, grad_norm) =
+                update(model, value, &mut self.optimizer, lr, self.config.max_grad_norm)?;
+            return Ok((model, Stepped::Updated { loss, lr, grad_norm }));
+        }
+        let mut accumulated = GradientsAccumulator::<M>::new();
+        let mut loss = 0.0;
+        for (m, micro) in indices.chunks(self.config.batch_size).enumerate() {
+            let stream = if m == 0 {
+                1 << 40 | batch.step as u64
+            } else {
+                2 << 40 | (batch.step as u64) << 16 | m as u64
+            };
+            self.device.seed(mix(self.config.seed, stream));
+            let share = micro.len() as f64 / indices.len() as f64;
+            let logits = model.logits(data.images(micro, self.device));
+            let value = self.loss.forward(&data.loss_batch(logits, micro)?)?;
+            loss += share * finite_value(&value).map_err(named)?;
+            accumulated.accumulate(&model, GradientsParams::from_grads((value * share).backward(), &model));
+        }
+        let (model, grad_norm) =
+            update_with(model, accumulated.grads(), &mut self.optimizer, lr, self.config.max_grad_norm)?;
         Ok((model, Stepped::Updated { loss, lr, grad_norm }))
     }
 

@@ -280,7 +280,7 @@ impl Recipe {
         if l.epochs == 0 {
             problem(at.key("epochs"), "epochs must be >= 1".into());
         }
-        adapted_options(problem, &at, l.head_init.as_deref(), l.early_stopping);
+        adapted_options(problem, &at, l.head_init.as_deref(), l.early_stopping, (l.batch_size, l.accumulate));
         non_empty_distinct(problem, &at.key("targets"), &l.targets);
         for (i, t) in l.targets.iter().enumerate() {
             if !names::is_known(&names::lora_target_names(), t) {
@@ -386,7 +386,7 @@ impl Recipe {
         let Some(f) = &self.regimes.full else { return };
         let at = KeyPath::root().key("regimes").key("full");
         positive(problem, &at.key("lr"), f.lr);
-        adapted_options(problem, &at, f.head_init.as_deref(), f.early_stopping);
+        adapted_options(problem, &at, f.head_init.as_deref(), f.early_stopping, (f.batch_size, f.accumulate));
         if f.epochs == 0 {
             problem(at.key("epochs"), "epochs must be >= 1".into());
         }
@@ -598,13 +598,20 @@ fn check_fractions(problem: &mut dyn FnMut(KeyPath, String), at: &KeyPath, list:
     }
 }
 
-/// `head_init` one of [`HEAD_INITS`], `early_stopping` (patience) >= 1.
+/// `head_init` one of [`HEAD_INITS`], `early_stopping` (patience), `batch_size` and `accumulate`
+/// >= 1.
 fn adapted_options(
     problem: &mut dyn FnMut(KeyPath, String),
     at: &KeyPath,
     head_init: Option<&str>,
     early_stopping: Option<u32>,
+    batch: (Option<u32>, Option<u32>),
 ) {
+    for (key, value) in [("batch_size", batch.0), ("accumulate", batch.1)] {
+        if value == Some(0) {
+            problem(at.key(key), format!("{key} must be >= 1"));
+        }
+    }
     if let Some(h) = head_init
         && !HEAD_INITS.contains(&h)
     {

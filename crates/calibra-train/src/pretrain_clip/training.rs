@@ -172,6 +172,14 @@ pub(super) fn train_contrastive(
     device: &Device,
     progress: &mut dyn FnMut(&StepReport),
 ) -> Result<Trained, PretrainError> {
+    if config.accumulate != 1 {
+        // A contrastive batch's negatives are the batch itself: accumulating gradients over
+        // micro-batches would train another objective, so it is refused rather than ignored.
+        return Err(PretrainError::Invalid(format!(
+            "contrastive pretraining takes no gradient accumulation (accumulate = {})",
+            config.accumulate
+        )));
+    }
     let n = pool.items.len();
     let steps_per_epoch = n.div_ceil(config.batch_size);
     let total_steps = steps_per_epoch * config.epochs;
