@@ -57,8 +57,16 @@ regimes = ["lora"]
         let out =
             Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).current_dir(root()).output().unwrap();
         assert!(out.status.success(), "calibra {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    run(&["run", recipe_path.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    let log = run(&["run", recipe_path.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    // Progress says how each epoch went on the calibration split, as it trains.
+    assert!(
+        log.contains("lora: epoch 1 done: train loss")
+            && log.contains("calibration loss")
+            && log.contains("AUROC 0."),
+        "{log}"
+    );
     let records: Vec<serde_json::Value> = std::fs::read_to_string(store.join("runs.jsonl"))
         .unwrap()
         .lines()
@@ -85,7 +93,7 @@ regimes = ["lora"]
         );
     }
     let eval = tmp.path().join("eval");
-    run(&["eval", store.join("runs.jsonl").to_str().unwrap(), "--out", eval.to_str().unwrap()]);
+    let _ = run(&["eval", store.join("runs.jsonl").to_str().unwrap(), "--out", eval.to_str().unwrap()]);
     let e: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(eval.join("evaluation.json")).unwrap()).unwrap();
     assert_eq!(e["convergence"]["fits_with_curves"], 2, "{}", e["convergence"]);

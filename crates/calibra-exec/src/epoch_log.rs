@@ -18,10 +18,21 @@ impl EpochLog {
         EpochLog { kind, last_epoch: usize::MAX, started: std::time::Instant::now(), images: 0, steps: 0 }
     }
 
-    /// Counts a step; reports it when it starts an epoch or is the last.
+    /// Counts a step; reports it when it starts an epoch or is the last, and after an epoch of a
+    /// monitored run its training loss and the calibration split's loss and macro AUROC.
     pub fn step(&mut self, s: &StepReport, ctx: &mut RunContext<'_>) {
         self.images += s.images;
         self.steps += 1;
+        if let Some(e) = s.epoch_end {
+            let auroc = e.held_out_auroc.map_or("n/a (one class)".to_string(), |a| format!("{a:.3}"));
+            ctx.report(&format!(
+                "{}: epoch {} done: train loss {:.4} · calibration loss {:.4}, AUROC {auroc}",
+                self.kind,
+                s.epoch + 1,
+                e.train_loss,
+                e.held_out_loss,
+            ));
+        }
         if s.epoch != self.last_epoch || s.step == s.total_steps {
             self.last_epoch = s.epoch;
             let seconds = self.started.elapsed().as_secs_f64().max(1e-9);

@@ -24,7 +24,7 @@ use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::WarmupCosine;
 use crate::training_curve::{EpochRecord, Monitor, mean_loss};
 use crate::training_loop::{Batch, LoopPlan, Stepped, TrainingSteps, at_step, mix};
-pub use crate::training_loop::{StepReport, epoch_order};
+pub use crate::training_loop::{EpochSummary, StepReport, epoch_order};
 
 /// A model trained to classify: preprocessed images `[b, c, h, w]` → logits `[b, K]`.
 pub trait Classifier: Module + Clone {
@@ -564,6 +564,15 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             }
             Verdict::Worse => false,
             Verdict::Stop => true,
+        })
+    }
+
+    fn last_epoch_summary(&self) -> Option<EpochSummary> {
+        self.monitor?;
+        self.curve.last().filter(|e| e.epoch > 0).map(|e| EpochSummary {
+            train_loss: e.train_loss,
+            held_out_loss: e.calibration_loss,
+            held_out_auroc: e.calibration_auroc,
         })
     }
 

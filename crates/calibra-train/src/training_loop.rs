@@ -27,6 +27,18 @@ pub struct StepReport {
     pub lr: f64,
     pub grad_norm: f64,
     pub images: usize,
+    /// On the last step of an epoch of a monitored run: that epoch's mean training loss and the
+    /// held-out (calibration-split) loss and macro AUROC after it.
+    pub epoch_end: Option<EpochSummary>,
+}
+
+/// The numbers of one finished epoch of a monitored run, for progress lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochSummary {
+    pub train_loss: f64,
+    pub held_out_loss: f64,
+    /// `None` when the held-out rows hold a single class.
+    pub held_out_auroc: Option<f64>,
 }
 
 /// SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
@@ -108,6 +120,11 @@ pub(crate) trait TrainingSteps {
         Ok(false)
     }
 
+    /// What the last [`TrainingSteps::epoch_end`] measured, if the trainer monitors a held-out set.
+    fn last_epoch_summary(&self) -> Option<EpochSummary> {
+        None
+    }
+
     /// Writes a checkpoint after step `done` (1-based); `stop`: the run stops early here.
     fn checkpoint(
         &mut self,
@@ -154,25 +171,36 @@ pub(crate) fn run<S: TrainingSteps>(
         let indices = &order[within * batch_size..end];
         let stepped;
         (model, stepped) = trainer.step(model, &Batch { step, epoch, total_steps, indices })?;
-        match stepped {
+        let done = step + 1;
+        let last_of_epoch = done.is_multiple_of(steps_per_epoch);
+        let report = match stepped {
             Stepped::Updated { loss, lr, grad_norm } => {
                 losses.push(loss);
-                progress(&StepReport {
-                    step: step + 1,
+                Some(StepReport {
+                    step: done,
                     total_steps,
                     epoch,
                     loss,
                     lr,
                     grad_norm,
                     images: indices.len(),
-                });
+                    epoch_end: None,
+                })
             }
-            Stepped::Skipped => losses.push(f64::NAN),
+            Stepped::Skipped => {
+                losses.push(f64::NAN);
+                None
+            }
+        };
+        // The epoch end runs before the step is reported, so the report of an epoch's last step
+        // carries what the epoch end measured.
+        let stop = last_of_epoch && trainer.epoch_end(&model, epoch, &losses)? && done < total_steps;
+        if let Some(mut report) = report {
+            if last_of_epoch {
+                report.epoch_end = trainer.last_epoch_summary();
+            }
+            progress(&report);
         }
-        let done = step + 1;
-        let stop = done.is_multiple_of(steps_per_epoch)
-            && trainer.epoch_end(&model, epoch, &losses)?
-            && done < total_steps;
         if let Some(every) = plan.checkpoint_every
             && (stop || crate::checkpoint_dir::due(done, total_steps, every))
         {
