@@ -85,6 +85,10 @@ pub struct TrainArgs {
     /// images while memory holds B; default 1).
     #[arg(long, value_name = "N")]
     pub accumulate: Option<u32>,
+    /// LoRA / full: train-time augmentation, `none` (default) or `crop-flip` (torchvision's
+    /// RandomResizedCrop + RandomHorizontalFlip defaults, drawn per image and epoch).
+    #[arg(long, value_name = "NAME")]
+    pub augment: Option<String>,
     /// LoRA rank.
     #[arg(long, default_value_t = 8)]
     pub lora_r: u32,
@@ -179,6 +183,7 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         lr: args.lr,
         batch_size: args.batch_size,
         accumulate: args.accumulate,
+        augment: args.augment.clone(),
         lora_r: args.lora_r,
         lora_alpha: args.lora_alpha,
         lora_dropout: args.lora_dropout,

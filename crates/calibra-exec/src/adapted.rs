@@ -18,6 +18,7 @@ use calibra_predictions::{Predictions, Targets};
 use calibra_run::grid::LossConfig;
 use calibra_run::slot_outputs::predictions_from_scores;
 use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
+use calibra_train::augment::Augment;
 use calibra_train::features::preprocess_for;
 use calibra_train::fine_tune::{
     Adaptation, FineTuneRequest, FineTuned, HeadInit, HeldOut, fine_tune, predict_logits, save_adapted,
@@ -35,14 +36,22 @@ const PREDICT_BATCH: usize = 64;
 /// The adaptation, optimisation, head initialisation and loss of a LoRA / full fit.
 fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig), String> {
     let seed = fit.config.seed;
-    let train_config = |epochs: u32, lr: f64, early_stopping: Option<u32>, batch: (u32, u32)| TrainConfig {
-        epochs: epochs as usize,
-        lr,
-        seed,
-        early_stopping: early_stopping.map(|p| p as usize),
-        batch_size: batch.0 as usize,
-        accumulate: batch.1 as usize,
-        ..TrainConfig::default()
+    let train_config = |epochs: u32,
+                        lr: f64,
+                        early_stopping: Option<u32>,
+                        batch: (u32, u32),
+                        augment: &str|
+     -> Result<_, String> {
+        Ok(TrainConfig {
+            epochs: epochs as usize,
+            lr,
+            seed,
+            early_stopping: early_stopping.map(|p| p as usize),
+            batch_size: batch.0 as usize,
+            accumulate: batch.1 as usize,
+            augment: Augment::parse(augment)?,
+            ..TrainConfig::default()
+        })
     };
     let head = |name: &str| HeadInit::parse(name).map_err(|e| e.to_string());
     match &fit.config.method {
@@ -58,6 +67,7 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
             early_stopping,
             batch_size,
             accumulate,
+            augment,
         } => {
             let config = LoraConfig {
                 r: *r as usize,
@@ -67,11 +77,11 @@ fn plan(fit: &FitSpec) -> Result<(Adaptation, TrainConfig, HeadInit, &LossConfig
                 ..LoraConfig::default()
             };
             config.validate().map_err(|e| e.to_string())?;
-            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate));
+            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate), augment)?;
             Ok((Adaptation::Lora(Box::new(config)), train, head(head_init)?, loss))
         }
-        FitMethod::Full { lr, epochs, loss, head_init, early_stopping, batch_size, accumulate } => {
-            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate));
+        FitMethod::Full { lr, epochs, loss, head_init, early_stopping, batch_size, accumulate, augment } => {
+            let train = train_config(*epochs, *lr, *early_stopping, (*batch_size, *accumulate), augment)?;
             Ok((Adaptation::Full, train, head(head_init)?, loss))
         }
         _ => Err("not a LoRA / full fit".into()),
@@ -244,5 +254,11 @@ mod defaults {
         let trainer = calibra_train::trainer::TrainConfig::default();
         assert_eq!(calibra_run::recipe::DEFAULT_TRAIN_BATCH as usize, trainer.batch_size);
         assert_eq!(trainer.accumulate, 1);
+        let names: Vec<&str> =
+            [calibra_train::augment::Augment::None, calibra_train::augment::Augment::CropFlip]
+                .iter()
+                .map(|a| a.name())
+                .collect();
+        assert_eq!(calibra_run::recipe::AUGMENTS, names.as_slice());
     }
 }

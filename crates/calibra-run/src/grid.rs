@@ -73,6 +73,9 @@ pub enum FitMethod {
         /// Gradient accumulation; in the key only when not 1.
         #[serde(skip_serializing_if = "is_one")]
         accumulate: u32,
+        /// Train-time augmentation; in the key only when not `none`.
+        #[serde(skip_serializing_if = "is_no_augment")]
+        augment: String,
     },
     /// CoOp prompt learning with a loss. `method` enters the key only when it is not plain CoOp, so
     /// recipes without `methods` keep the keys (and stored fits) they had before it existed.
@@ -101,6 +104,8 @@ pub enum FitMethod {
         batch_size: u32,
         #[serde(skip_serializing_if = "is_one")]
         accumulate: u32,
+        #[serde(skip_serializing_if = "is_no_augment")]
+        augment: String,
     },
     /// Zero-shot prompting with one template: `id` (`P1`…`P7` or `C1`…) and, for a custom
     /// template, its text (an MVC-Bench template's text is looked up by the executor).
@@ -189,6 +194,10 @@ fn is_default_batch(v: &u32) -> bool {
 
 fn is_one(v: &u32) -> bool {
     *v == 1
+}
+
+fn is_no_augment(v: &str) -> bool {
+    v == "none"
 }
 
 /// Whether `head_init` is the historical one (`random`), which the fit key leaves out.
@@ -378,6 +387,7 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                             early_stopping: l.early_stopping,
                             batch_size: l.batch_size.unwrap_or(crate::recipe::DEFAULT_TRAIN_BATCH),
                             accumulate: l.accumulate.unwrap_or(1),
+                            augment: l.augment.clone().unwrap_or_else(|| "none".into()),
                         },
                         loss.display_label(),
                         fractions(l.label_fractions.as_deref()),
@@ -423,6 +433,7 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                             early_stopping: f.early_stopping,
                             batch_size: f.batch_size.unwrap_or(crate::recipe::DEFAULT_TRAIN_BATCH),
                             accumulate: f.accumulate.unwrap_or(1),
+                            augment: f.augment.clone().unwrap_or_else(|| "none".into()),
                         },
                         loss.display_label(),
                         fractions(f.label_fractions.as_deref()),

@@ -304,6 +304,9 @@ pub const HEAD_INITS: &[&str] = &["probe", "random"];
 /// `TrainConfig` default; a calibra-exec test keeps the two equal).
 pub const DEFAULT_TRAIN_BATCH: u32 = 32;
 
+/// Values of `augment` (calibra-train's `Augment` names; a calibra-exec test keeps them equal).
+pub const AUGMENTS: &[&str] = &["none", "crop-flip"];
+
 /// `[regimes.lora]`: low-rank adaptation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -327,6 +330,10 @@ pub struct LoraRegime {
     /// `batch_size · accumulate` images (default 1; Hugging Face's `gradient_accumulation_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accumulate: Option<u32>,
+    /// Train-time augmentation: `none` (default) or `crop-flip` (torchvision's RandomResizedCrop +
+    /// RandomHorizontalFlip defaults, see calibra-train's `augment`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<String>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -437,6 +444,9 @@ pub struct FullRegime {
     /// As [`LoraRegime::accumulate`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accumulate: Option<u32>,
+    /// As [`LoraRegime::augment`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<String>,
     /// Encoder names this regime runs on (default: all).
     #[serde(default)]
     pub encoders: Option<Vec<String>>,

@@ -55,6 +55,8 @@ pub struct TrainPlan {
     pub batch_size: Option<u32>,
     /// LoRA / full: gradient accumulation (`None`: 1).
     pub accumulate: Option<u32>,
+    /// LoRA / full: train-time augmentation (`None`: none).
+    pub augment: Option<String>,
     pub lora_r: u32,
     pub lora_alpha: f64,
     pub lora_dropout: f64,
@@ -91,7 +93,7 @@ impl TrainPlan {
         let lr = |default: f64| self.lr.unwrap_or(default);
         self.coop_method_flags()?;
         self.batch_flags()?;
-        let (batch_size, accumulate) = (self.batch_size, self.accumulate);
+        let (batch_size, accumulate, augment) = (self.batch_size, self.accumulate, self.augment.clone());
         let mut regimes = Regimes::default();
         match self.regime {
             TrainedRegime::Probe => {
@@ -110,6 +112,7 @@ impl TrainPlan {
                     early_stopping: None,
                     batch_size,
                     accumulate,
+                    augment,
                     encoders: None,
                     label_fractions: None,
                 });
@@ -124,6 +127,7 @@ impl TrainPlan {
                     early_stopping,
                     batch_size,
                     accumulate,
+                    augment,
                     encoders,
                     label_fractions,
                 });
@@ -209,8 +213,11 @@ impl TrainPlan {
 
     /// `--batch-size` / `--accumulate` apply to the fine-tuning regimes only.
     fn batch_flags(&self) -> Result<(), RunError> {
-        let given =
-            [("--batch-size", self.batch_size.is_some()), ("--accumulate", self.accumulate.is_some())];
+        let given = [
+            ("--batch-size", self.batch_size.is_some()),
+            ("--accumulate", self.accumulate.is_some()),
+            ("--augment", self.augment.is_some()),
+        ];
         for (flag, _) in given.into_iter().filter(|g| g.1) {
             if !matches!(self.regime, TrainedRegime::Lora | TrainedRegime::Full) {
                 return Err(flag_error(format!("{flag} applies to --regime lora and full")));
@@ -281,6 +288,7 @@ mod tests {
             lr: Some(1e-3),
             batch_size: None,
             accumulate: None,
+            augment: None,
             lora_r: 8,
             lora_alpha: 16.0,
             lora_dropout: 0.05,

@@ -128,7 +128,7 @@ fn head_init_and_early_stopping_enter_the_key_only_when_not_historical() {
 }
 
 #[test]
-fn batch_size_and_accumulate_enter_the_key_only_when_not_the_default() {
+fn batch_size_accumulate_and_augment_enter_the_key_only_when_not_the_default() {
     let parse = |text: &str| {
         expand(&Recipe::parse(text, "x.toml", ValidationOptions { check_paths: false }).unwrap())
     };
@@ -143,8 +143,13 @@ fn batch_size_and_accumulate_enter_the_key_only_when_not_the_default() {
     let lora = accumulated.iter().find(|f| f.config.regime == Regime::Lora).unwrap();
     let json = serde_json::to_value(&lora.config.method).unwrap();
     assert_eq!((json["batch_size"].as_u64(), json["accumulate"].as_u64()), (Some(16), Some(2)));
-    let bad = RECIPE.replace("r = 4\n", "r = 4\nbatch_size = 0\naccumulate = 0\n");
+    let none = parse(&RECIPE.replace("r = 4\n", "r = 4\naugment = \"none\"\n"));
+    assert_eq!(lora_keys(&base), lora_keys(&none), "no augmentation keeps the keys of before");
+    let augmented = parse(&RECIPE.replace("r = 4\n", "r = 4\naugment = \"crop-flip\"\n"));
+    assert!(lora_keys(&base).iter().zip(lora_keys(&augmented)).all(|(a, b)| *a != b));
+    let bad = RECIPE.replace("r = 4\n", "r = 4\nbatch_size = 0\naccumulate = 0\naugment = \"mixup\"\n");
     let err =
         Recipe::parse(&bad, "x.toml", ValidationOptions { check_paths: false }).unwrap_err().to_string();
     assert!(err.contains("batch_size must be >= 1") && err.contains("accumulate must be >= 1"), "{err}");
+    assert!(err.contains("unknown augment `mixup`; expected one of none, crop-flip"), "{err}");
 }

@@ -15,6 +15,7 @@
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report).
 #![forbid(unsafe_code)]
 
+pub mod augment;
 mod checkpoint_dir;
 pub mod coop;
 pub mod early_stopping;

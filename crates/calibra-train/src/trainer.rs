@@ -17,6 +17,7 @@ use burn::optim::{AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOpti
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use crate::augment::Augment;
 use crate::early_stopping::{EarlyStopping, Verdict};
 use crate::error::TrainError;
 use crate::grad_clip::clip_grad_norm;
@@ -65,6 +66,10 @@ pub struct TrainConfig {
     /// count optimiser steps.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub accumulate: usize,
+    /// Train-time augmentation of each training image, drawn per image and epoch
+    /// ([`crate::augment`]); `none` by default.
+    #[serde(default, skip_serializing_if = "is_no_augment")]
+    pub augment: Augment,
     pub lr: f64,
     pub weight_decay: f64,
     pub beta_1: f64,
@@ -90,6 +95,7 @@ impl Default for TrainConfig {
             epochs: 8,
             batch_size: 32,
             accumulate: 1,
+            augment: Augment::None,
             lr: 2e-4,
             weight_decay: 0.01,
             beta_1: 0.9,
@@ -110,6 +116,10 @@ fn one() -> usize {
 
 fn is_one(v: &usize) -> bool {
     *v == 1
+}
+
+fn is_no_augment(a: &Augment) -> bool {
+    *a == Augment::None
 }
 
 impl TrainConfig {
@@ -202,6 +212,31 @@ impl TrainSet {
         let mut pixels = Vec::with_capacity(indices.len() * size);
         for &i in indices {
             pixels.extend_from_slice(&self.pixels[i * size..(i + 1) * size]);
+        }
+        Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device)
+    }
+
+    /// The images `indices` as `augment` transforms them in epoch `epoch` of a run seeded `seed`:
+    /// each image's random stream depends on (seed, epoch, its row) only, so neither the batch it
+    /// falls in nor the thread count changes it.
+    pub(crate) fn augmented_images(
+        &self,
+        indices: &[usize],
+        augment: Augment,
+        seed: u64,
+        epoch: usize,
+        device: &Device,
+    ) -> Tensor<4> {
+        if augment == Augment::None {
+            return self.images(indices, device);
+        }
+        let [c, h, w] = self.image_shape;
+        let size = c * h * w;
+        let mut pixels = vec![0f32; indices.len() * size];
+        let epoch_seed = mix(seed, 3 << 40 | epoch as u64);
+        for (out, &i) in pixels.chunks_exact_mut(size).zip(indices) {
+            let image = &self.pixels[i * size..(i + 1) * size];
+            crate::augment::crop_flip(image, self.image_shape, mix(epoch_seed, i as u64), out);
         }
         Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device)
     }
@@ -519,7 +554,14 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
         let named = |e| at_step(e, batch.step + 1, batch.total_steps);
         if self.config.accumulate == 1 {
             self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
-            let logits = model.logits(data.images(indices, self.device));
+            let images = data.augmented_images(
+                indices,
+                self.config.augment,
+                self.config.seed,
+                batch.epoch,
+                self.device,
+            );
+            let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
             let loss = finite_value(&value).map_err(named)?;
             let (model, grad_norm) =
@@ -536,7 +578,9 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             };
             self.device.seed(mix(self.config.seed, stream));
             let share = micro.len() as f64 / indices.len() as f64;
-            let logits = model.logits(data.images(micro, self.device));
+            let images =
+                data.augmented_images(micro, self.config.augment, self.config.seed, batch.epoch, self.device);
+            let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, micro)?)?;
             loss += share * finite_value(&value).map_err(named)?;
             accumulated.accumulate(&model, GradientsParams::from_grads((value * share).backward(), &model));

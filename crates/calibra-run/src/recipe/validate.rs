@@ -280,7 +280,14 @@ impl Recipe {
         if l.epochs == 0 {
             problem(at.key("epochs"), "epochs must be >= 1".into());
         }
-        adapted_options(problem, &at, l.head_init.as_deref(), l.early_stopping, (l.batch_size, l.accumulate));
+        adapted_options(
+            problem,
+            &at,
+            l.head_init.as_deref(),
+            l.early_stopping,
+            (l.batch_size, l.accumulate),
+            l.augment.as_deref(),
+        );
         non_empty_distinct(problem, &at.key("targets"), &l.targets);
         for (i, t) in l.targets.iter().enumerate() {
             if !names::is_known(&names::lora_target_names(), t) {
@@ -386,7 +393,14 @@ impl Recipe {
         let Some(f) = &self.regimes.full else { return };
         let at = KeyPath::root().key("regimes").key("full");
         positive(problem, &at.key("lr"), f.lr);
-        adapted_options(problem, &at, f.head_init.as_deref(), f.early_stopping, (f.batch_size, f.accumulate));
+        adapted_options(
+            problem,
+            &at,
+            f.head_init.as_deref(),
+            f.early_stopping,
+            (f.batch_size, f.accumulate),
+            f.augment.as_deref(),
+        );
         if f.epochs == 0 {
             problem(at.key("epochs"), "epochs must be >= 1".into());
         }
@@ -606,7 +620,16 @@ fn adapted_options(
     head_init: Option<&str>,
     early_stopping: Option<u32>,
     batch: (Option<u32>, Option<u32>),
+    augment: Option<&str>,
 ) {
+    if let Some(a) = augment
+        && !super::AUGMENTS.contains(&a)
+    {
+        problem(
+            at.key("augment"),
+            format!("unknown augment `{a}`; expected one of {}", super::AUGMENTS.join(", ")),
+        );
+    }
     for (key, value) in [("batch_size", batch.0), ("accumulate", batch.1)] {
         if value == Some(0) {
             problem(at.key(key), format!("{key} must be >= 1"));

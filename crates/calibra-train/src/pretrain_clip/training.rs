@@ -172,12 +172,14 @@ pub(super) fn train_contrastive(
     device: &Device,
     progress: &mut dyn FnMut(&StepReport),
 ) -> Result<Trained, PretrainError> {
-    if config.accumulate != 1 {
+    if config.accumulate != 1 || config.augment != crate::augment::Augment::None {
         // A contrastive batch's negatives are the batch itself: accumulating gradients over
-        // micro-batches would train another objective, so it is refused rather than ignored.
+        // micro-batches would train another objective; and its images come from its own pool. Both
+        // are refused rather than ignored.
         return Err(PretrainError::Invalid(format!(
-            "contrastive pretraining takes no gradient accumulation (accumulate = {})",
-            config.accumulate
+            "contrastive pretraining takes neither gradient accumulation nor augmentation (accumulate = {}, augment = {})",
+            config.accumulate,
+            config.augment.name()
         )));
     }
     let n = pool.items.len();

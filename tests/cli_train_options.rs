@@ -1,7 +1,9 @@
-//! `calibra train --batch-size B --accumulate N` (issue 16): LoRA with two accumulated batches of 8
-//! writes the records of batches of 16 (metrics within 1e-4: the same optimiser steps up to float
-//! rounding), the fit key records both, and the flags are refused for a regime that does not take
-//! them.
+//! The trainer options of `calibra train` (issue 16):
+//! - `--batch-size B --accumulate N`: LoRA with two accumulated batches of 8 writes the records of
+//!   batches of 16 (metrics within 1e-4: the same optimiser steps up to float rounding);
+//! - `--augment crop-flip`: a run is reproducible (same seed, same predictions) and differs from the
+//!   unaugmented one;
+//! - the recipe records each option, and a regime that does not take them refuses them.
 
 mod common;
 
@@ -76,4 +78,26 @@ fn accumulate_is_refused_for_a_probe() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--accumulate applies to --regime lora and full"), "{err}");
+}
+
+fn predictions(store: &Path) -> String {
+    let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    std::fs::read_to_string(store.join(record["paths"]["predictions"].as_str().unwrap())).unwrap()
+}
+
+#[test]
+fn augmented_runs_are_reproducible_and_differ_from_plain_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, plain) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("plain"));
+    for store in [&a, &b] {
+        let out = train(store, &["--augment", "crop-flip", "--threads", if store == &a { "1" } else { "2" }]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = train(&plain, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(predictions(&a), predictions(&b), "same seed, same augmented run, whatever the thread count");
+    assert_ne!(predictions(&a), predictions(&plain), "the augmentation changes training");
+    let recipe = std::fs::read_to_string(a.join("journal/recipe.toml")).unwrap();
+    assert!(recipe.contains("augment = \"crop-flip\""), "{recipe}");
 }
