@@ -93,7 +93,9 @@ fn peft_made_classifier_adapters_give_peft_logits_here() {
         let want = read_f32(&golden, "peft_made_logits");
         assert_eq!(want.0, vec![2, k]);
         let d = diff(family, model.try_logits(x.clone()).unwrap(), &want);
-        eprintln!("{family}: peft-made adapter: classifier input max |diff| {d_in:e}, logits max |diff| {d:e}");
+        eprintln!(
+            "{family}: peft-made adapter: classifier input max |diff| {d_in:e}, logits max |diff| {d:e}"
+        );
         assert!(d_in < TOL, "{family}: classifier input vs transformers: max |diff| {d_in:e}");
         assert!(d < TOL, "{family}: logits vs peft: max |diff| {d:e}");
 
@@ -210,7 +212,10 @@ fn a_head_of_the_wrong_width_is_refused_by_name() {
     let base = repo().join(FAMILIES[1].1);
     let encoder = Encoder::load_dir(&base, &device).unwrap();
     let err = EncoderClassifier::new(encoder, 48, 3, &Adaptation::Head, 1, &device).unwrap_err().to_string();
-    assert!(err.contains("48") && err.contains("96") && err.contains("Dinov2ForImageClassification"), "{err}");
+    assert!(
+        err.contains("48") && err.contains("96") && err.contains("Dinov2ForImageClassification"),
+        "{err}"
+    );
 
     let mut adapter = PeftAdapter::read(&fixtures().join("dinov2").join("peft_made")).unwrap();
     let w = adapter.saved.get_mut("classifier.weight").unwrap();

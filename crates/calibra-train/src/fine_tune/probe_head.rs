@@ -96,3 +96,35 @@ pub(super) fn probe_head(
 fn probe_error(e: calibra_probe::ProbeError) -> FineTuneError {
     FineTuneError::Invalid(format!("fitting the probe head (LP-FT): {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fine_tune::{Adaptation, EncoderClassifier};
+
+    /// LP-FT's probe head follows the classifier's input: on DINOv2 it is `2·d` wide
+    /// (`[CLS ‖ mean of patches]`), on ViT `d`; it fits the classifier, which then gives finite logits.
+    #[test]
+    fn lp_ft_probe_head_follows_the_classifier_input() {
+        let device = Device::flex();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures");
+        for (family, width) in [("dinov2", 96), ("vit", 48)] {
+            let encoder = Encoder::load_dir(&fixtures.join(family), &device).unwrap();
+            let n = 12;
+            let pixels: Vec<f32> =
+                (0..n * 3 * 30 * 30).map(|i| ((i * 7919 % 211) as f32 / 105.0) - 1.0).collect();
+            let data = TrainSet::classes([3, 30, 30], pixels.clone(), (0..n).map(|i| i % 3).collect());
+            let (weight, bias) = probe_head(&encoder, &data, 3, &device).unwrap();
+            assert_eq!((weight.len(), bias.len()), (3 * width, 3), "{family}");
+            let dim = encoder.classification_dim();
+            assert_eq!(dim, width, "{family}");
+            let (model, _) = EncoderClassifier::new(encoder, dim, 3, &Adaptation::Head, 1, &device).unwrap();
+            let model = model.with_head(&weight, bias, &device).unwrap();
+            let logits = model.try_logits(data.images(&[0, 1, 2], &device)).unwrap();
+            let logits = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+            assert!(logits.iter().all(|v| v.is_finite()), "{family}: {logits:?}");
+        }
+    }
+}
