@@ -232,7 +232,7 @@ impl Encoder {
     pub fn classification_feature_name(&self) -> &'static str {
         // family dispatch
         match &self.model {
-            EncoderModel::Vit(_) => "the layer-normed CLS token (ViTForImageClassification)",
+            EncoderModel::Vit(_) => "the layer-normed CLS token (ViT/DeiTForImageClassification)",
             EncoderModel::Dinov2(_) => {
                 "[CLS ‖ mean of the patch tokens], twice the hidden size (Dinov2ForImageClassification)"
             }
