@@ -178,6 +178,73 @@ impl Encoder {
         Ok(self.forward(images, false)?.cls)
     }
 
+    /// The feature transformers' `<Family>ForImageClassification` feeds its `classifier`, `[b, d_cls]`
+    /// ([`Self::classification_dim`] wide), so that a head trained on it loads there with PEFT:
+    ///
+    /// - ViT / DeiT: the CLS token of the layer-normed `last_hidden_state` (`sequence_output[:, 0, :]`),
+    ///   the same tensor as [`Self::embed`];
+    /// - DINOv2: `[CLS ‖ mean of the patch tokens]` of the layer-normed `last_hidden_state` (`2·d`);
+    ///   with registers the register tokens are left out of the mean
+    ///   (`sequence_output[:, 1 + num_register_tokens:]`);
+    /// - CLIP vision: the mean of the patch tokens (CLS left out) of the last block's output, *before*
+    ///   `post_layernorm` (CLIPVisionModel's `last_hidden_state`);
+    /// - SigLIP vision: the mean of every token of `post_layernorm(last block output)`; the
+    ///   attention-pooling head (`vision_use_head`) is not used.
+    ///
+    /// Frozen probes keep [`Self::embed`]; this is the fine-tuning classifier's input.
+    pub fn classification_feature(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(m) => Ok(m.forward(images, false)?.cls),
+            EncoderModel::Dinov2(m) => {
+                let last = m.forward(images, false)?.last_hidden_state;
+                let [b, n, d] = last.dims();
+                let skip = 1 + m.embeddings.register_tokens.as_ref().map_or(0, |r| r.dims()[1]);
+                let cls = last.clone().narrow(1, 0, 1).reshape([b, d]);
+                let patches = mean_tokens(last, skip, n)?;
+                Ok(Tensor::cat(vec![cls, patches], 1))
+            }
+            EncoderModel::ClipVision(m) => {
+                let last = m.forward_full(images, false)?.last_hidden_state;
+                let n = last.dims()[1];
+                mean_tokens(last, 1, n)
+            }
+            EncoderModel::SiglipVision(m) => {
+                let last = m.last_hidden_state(images)?;
+                let n = last.dims()[1];
+                mean_tokens(last, 0, n)
+            }
+        }
+    }
+
+    /// Width of [`Self::classification_feature`]: the hidden size, twice it for DINOv2.
+    pub fn classification_dim(&self) -> usize {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(m) => m.layernorm.gamma.dims()[0],
+            EncoderModel::Dinov2(m) => 2 * m.layernorm.gamma.dims()[0],
+            EncoderModel::ClipVision(m) => m.post_layernorm.gamma.dims()[0],
+            EncoderModel::SiglipVision(m) => m.post_layernorm.gamma.dims()[0],
+        }
+    }
+
+    /// What [`Self::classification_feature`] is, in words, for error messages.
+    pub fn classification_feature_name(&self) -> &'static str {
+        // family dispatch
+        match &self.model {
+            EncoderModel::Vit(_) => "the layer-normed CLS token (ViT/DeiTForImageClassification)",
+            EncoderModel::Dinov2(_) => {
+                "[CLS ‖ mean of the patch tokens], twice the hidden size (Dinov2ForImageClassification)"
+            }
+            EncoderModel::ClipVision(_) => {
+                "the mean of the patch tokens before post_layernorm (CLIPForImageClassification)"
+            }
+            EncoderModel::SiglipVision(_) => {
+                "the mean of the post-layernorm tokens (SiglipForImageClassification)"
+            }
+        }
+    }
+
     /// HF `hidden_states`: embedding output then every block output (before the final
     /// LayerNorm), `num_layers + 1` tensors `[b, tokens, d]`.
     pub fn hidden_states(&self, images: Tensor<4>) -> Result<Vec<Tensor<3>>, ModelError> {
@@ -213,6 +280,17 @@ impl Encoder {
         };
         Ok(fractions.iter().map(|&f| pool(hidden[self.layer_for_fraction(f)].clone())).collect())
     }
+}
+
+/// Mean of tokens `from..n` of `h: [b, n, d]` → `[b, d]`; an error when that range is empty.
+fn mean_tokens(h: Tensor<3>, from: usize, n: usize) -> Result<Tensor<2>, ModelError> {
+    if from >= n {
+        return Err(ModelError::Input(format!(
+            "the classification feature averages tokens {from}.. of {n}: the image yields no patch token"
+        )));
+    }
+    let [b, _, d] = h.dims();
+    Ok(h.narrow(1, from, n - from).mean_dim(1).reshape([b, d]))
 }
 
 /// LayerNorm of token 0 of `h: [b, n, d]` → `[b, d]`.

@@ -290,6 +290,16 @@ impl SiglipVisionTransformer {
         Ok(TowerOutput { last_hidden_state: last, pooled, hidden_states })
     }
 
+    /// HF `last_hidden_state` alone, `post_layernorm(last block output)` `[b, n, d]`, without running
+    /// the pooling head (SiglipForImageClassification's classifier averages these tokens).
+    pub fn last_hidden_state(&self, images: Tensor<4>) -> Result<Tensor<3>, ModelError> {
+        let mut x = self.embed(images)?;
+        for block in &self.blocks {
+            x = block.forward(x);
+        }
+        Ok(self.post_layernorm.forward(x))
+    }
+
     fn pool_normed(&self, last: Tensor<3>) -> Tensor<2> {
         match &self.head {
             Some(head) => head.forward(last),

@@ -36,9 +36,13 @@ impl Adaptation {
     }
 }
 
-/// logits = W · embed(x) + b, with `embed` the encoder's probe feature (the final CLS state;
-/// CLIP / SigLIP: the pooled vision state before the projection). The head is PyTorch's
-/// `nn.Linear` layout in spirit (`classifier.weight` `[K, d]` when saved) and burn's in memory.
+/// logits = W · f(x) + b, with `f` the feature transformers' `<Family>ForImageClassification` feeds
+/// its `classifier` ([`Encoder::classification_feature`]: ViT/DeiT the layer-normed CLS, DINOv2
+/// `[CLS ‖ mean of patches]` (2·d), CLIP the mean of the patch tokens before `post_layernorm`, SigLIP
+/// the mean of the post-layernorm tokens), so that a saved adapter + head gives the same logits under
+/// `PeftModel.from_pretrained(<Family>ForImageClassification.from_pretrained(base, num_labels=K), dir)`.
+/// The head is PyTorch's `nn.Linear` layout in spirit (`classifier.weight` `[K, d]` when saved) and
+/// burn's in memory.
 #[derive(Module, Debug)]
 pub struct EncoderClassifier {
     pub encoder: Encoder,
@@ -63,6 +67,7 @@ impl EncoderClassifier {
                 "a head needs a feature size and an output count >= 1 (got d = {dim}, K = {n_outputs})"
             )));
         }
+        check_head_input(&encoder, dim)?;
         let bound = 1.0 / (dim as f64).sqrt();
         let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0x6865_6164); // "head"
         let mut draw =
@@ -106,7 +111,7 @@ impl EncoderClassifier {
 
     /// Logits `[b, K]`, or the encoder's error (an image size it cannot take).
     pub fn try_logits(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
-        Ok(self.head.forward(self.encoder.embed(images)?))
+        Ok(self.head.forward(self.encoder.classification_feature(images)?))
     }
 
     /// The head as PEFT saves a `modules_to_save` classifier: `classifier.weight` `[K, d]` and
@@ -120,6 +125,18 @@ impl EncoderClassifier {
         }
         Ok(out)
     }
+}
+
+/// An error unless a head of input width `dim` fits `encoder`'s classification feature.
+pub(super) fn check_head_input(encoder: &Encoder, dim: usize) -> Result<(), FineTuneError> {
+    let want = encoder.classification_dim();
+    if dim != want {
+        return Err(FineTuneError::Invalid(format!(
+            "a head over {dim} features does not fit this encoder: its classifier input is {}, {want} wide",
+            encoder.classification_feature_name()
+        )));
+    }
+    Ok(())
 }
 
 /// A burn `Linear` (weight `[in, out]`) from a PyTorch `nn.Linear` weight `[out, in]` (row-major)

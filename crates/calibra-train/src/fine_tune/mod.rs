@@ -3,8 +3,9 @@
 //! (encoder + linear head) is made trainable by LoRA, in full, or head-only, the [`train`] loop fits
 //! it (resumable from its checkpoint directory), and the fitted model predicts logits for any split
 //! under any test condition. [`save_adapted`] writes what a user takes away: a PEFT adapter directory
-//! for LoRA (the head as `modules_to_save = ["classifier"]`, so `PeftModel.from_pretrained` on a
-//! `ViTForImageClassification` loads it), or the whole encoder in Hugging Face layout plus the head.
+//! for LoRA (the head as `modules_to_save = ["classifier"]`, on the feature the family's
+//! `<Family>ForImageClassification` classifies, so `PeftModel.from_pretrained` on that model loads it
+//! and gives the same logits), or the whole encoder in Hugging Face layout plus the head.
 //!
 //! Images are held in memory as f32 (c·h·w·4 bytes each): fine for the synthetic suite and for
 //! tens of thousands of small images; a streaming loader for large real datasets is not built yet.
@@ -165,13 +166,13 @@ pub fn fine_tune(
     let data = train_set(request.dataset, request.train_rows, request.preprocess)?;
     let autodiff = device.clone().autodiff();
     let encoder = Encoder::load_dir(request.checkpoint, &autodiff)?;
-    // One image through the encoder: its feature size, and an up-front error if the preprocessed
-    // size does not suit it (rather than a panic inside the training loop).
+    // One image through the encoder: the classifier's input size, and an up-front error if the
+    // preprocessed size does not suit it (rather than a panic inside the training loop).
     let first = ImageBatch {
         shape: data.image_shape,
         pixels: data.pixels[..data.image_shape.iter().product()].to_vec(),
     };
-    let dim = encoder.embed(first.to_tensor(&autodiff)).map_err(|e| {
+    let dim = encoder.classification_feature(first.to_tensor(&autodiff)).map_err(|e| {
         FineTuneError::Invalid(format!(
             "{}: the encoder cannot take the preprocessed images ({:?}): {e}",
             request.checkpoint.display(),
@@ -302,8 +303,29 @@ pub fn load_adapted_lora(
     let weight = adapter.saved.get("classifier.weight").ok_or_else(|| {
         FineTuneError::Invalid(format!("{}: the adapter saves no `classifier.weight`", adapter_dir.display()))
     })?;
-    let [k, d] = [weight.shape[0], weight.shape[1]];
+    let [k, d] = match weight.shape[..] {
+        [k, d] if k > 0 && weight.data.len() == k * d => [k, d],
+        _ => {
+            return Err(FineTuneError::Invalid(format!(
+                "{}: `classifier.weight` has shape {:?}; a classifier needs [K, d] with K >= 1",
+                adapter_dir.display(),
+                weight.shape
+            )));
+        }
+    };
+    classifier::check_head_input(&encoder, d).map_err(|e| {
+        FineTuneError::Invalid(format!("{}: `classifier.weight` [{k}, {d}]: {e}", adapter_dir.display()))
+    })?;
     let bias = adapter.saved.get("classifier.bias").map(|b| b.data.clone());
+    if let Some(b) = &bias
+        && b.len() != k
+    {
+        return Err(FineTuneError::Invalid(format!(
+            "{}: `classifier.bias` has {} values, `classifier.weight` has {k} rows",
+            adapter_dir.display(),
+            b.len()
+        )));
+    }
     let head = classifier::pytorch_linear(&weight.data, bias, k, d, device);
     let model = EncoderClassifier { encoder: encoder.no_grad(), head: head.no_grad() };
     Ok(model)

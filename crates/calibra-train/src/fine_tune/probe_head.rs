@@ -3,11 +3,14 @@
 //! training images, as the head fine-tuning starts from.
 //!
 //! The probe is the frozen regime's `logistic` (calibra-probe: features standardised with training
-//! statistics, then ℓ2 logistic regression with C = 1), folded back into the raw feature space so
-//! that the head sees the encoder's feature directly: `W' = W / σ`, `b' = b − W' · μ`. A binary probe
-//! `z` becomes the two-output head `[0, z]` (softmax of it is the probe's `[1 − σ(z), σ(z)]`); a
-//! one-vs-rest probe gives one output per label. With LoRA's B = 0 the model before the first step
-//! therefore predicts exactly what the frozen probe predicts.
+//! statistics, then ℓ2 logistic regression with C = 1), fitted on the classifier's input feature
+//! (`Encoder::classification_feature`, the one the family's `<Family>ForImageClassification`
+//! classifies) and folded back into that raw feature space so that the head sees it directly:
+//! `W' = W / σ`, `b' = b − W' · μ`. A binary probe `z` becomes the two-output head `[0, z]` (softmax
+//! of it is the probe's `[1 − σ(z), σ(z)]`); a one-vs-rest probe gives one output per label. With
+//! LoRA's B = 0 the model before the first step therefore predicts exactly what that probe predicts.
+//! For ViT / DeiT the feature is the frozen regime's own (`Encoder::embed`, the layer-normed CLS);
+//! for DINOv2 (`[CLS ‖ mean of patches]`), CLIP and SigLIP (mean-pooled tokens) it differs from it.
 
 use burn::module::Module;
 use burn::tensor::Device;
@@ -20,7 +23,9 @@ use crate::trainer::{TrainSet, TrainTargets};
 /// Images per feature pass.
 const FEATURE_BATCH: usize = 64;
 
-/// The probe head of `encoder` on `data`: PyTorch-layout weight `[K, d]` (row-major) and bias `[K]`.
+/// The probe head of `encoder` on `data`: PyTorch-layout weight `[K, d]` (row-major) and bias `[K]`,
+/// fitted on the classifier's own input ([`Encoder::classification_feature`], e.g. `2·d` wide for
+/// DINOv2), not on the frozen regime's `embed`, so that it is a head the classifier can start from.
 pub(super) fn probe_head(
     encoder: &Encoder,
     data: &TrainSet,
@@ -33,7 +38,7 @@ pub(super) fn probe_head(
     let mut x = Vec::new();
     let mut dim = 0;
     for chunk in rows.chunks(FEATURE_BATCH) {
-        let f = frozen.embed(data.images(chunk, &plain))?;
+        let f = frozen.classification_feature(data.images(chunk, &plain))?;
         dim = f.dims()[1];
         x.extend(
             f.into_data()
@@ -90,4 +95,36 @@ pub(super) fn probe_head(
 
 fn probe_error(e: calibra_probe::ProbeError) -> FineTuneError {
     FineTuneError::Invalid(format!("fitting the probe head (LP-FT): {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fine_tune::{Adaptation, EncoderClassifier};
+
+    /// LP-FT's probe head follows the classifier's input: on DINOv2 it is `2·d` wide
+    /// (`[CLS ‖ mean of patches]`), on ViT `d`; it fits the classifier, which then gives finite logits.
+    #[test]
+    fn lp_ft_probe_head_follows_the_classifier_input() {
+        let device = Device::flex();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures");
+        for (family, width) in [("dinov2", 96), ("vit", 48)] {
+            let encoder = Encoder::load_dir(&fixtures.join(family), &device).unwrap();
+            let n = 12;
+            let pixels: Vec<f32> =
+                (0..n * 3 * 30 * 30).map(|i| ((i * 7919 % 211) as f32 / 105.0) - 1.0).collect();
+            let data = TrainSet::classes([3, 30, 30], pixels.clone(), (0..n).map(|i| i % 3).collect());
+            let (weight, bias) = probe_head(&encoder, &data, 3, &device).unwrap();
+            assert_eq!((weight.len(), bias.len()), (3 * width, 3), "{family}");
+            let dim = encoder.classification_dim();
+            assert_eq!(dim, width, "{family}");
+            let (model, _) = EncoderClassifier::new(encoder, dim, 3, &Adaptation::Head, 1, &device).unwrap();
+            let model = model.with_head(&weight, bias, &device).unwrap();
+            let logits = model.try_logits(data.images(&[0, 1, 2], &device)).unwrap();
+            let logits = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+            assert!(logits.iter().all(|v| v.is_finite()), "{family}: {logits:?}");
+        }
+    }
 }
