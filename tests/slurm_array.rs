@@ -329,7 +329,7 @@ if [ "$1" = run ] && [ "${SLURM_ARRAY_TASK_ID:-}" = 1 ] && [ "${SLURM_RESTART_CO
   for a in "$@"; do [ "$prev" = --out ] && store="$a"; prev="$a"; done
   "$REAL_CALIBRA" "$@" &
   pid=$!
-  while kill -0 "$pid" 2>/dev/null && [ ! -s "$store/runs.jsonl" ]; do sleep 0.002; done
+  while kill -0 "$pid" 2>/dev/null && [ ! -s "$store/journal/fits.jsonl" ]; do sleep 0.002; done
   kill -STOP "$pid" 2>/dev/null
   wait "$pid"
   exit $?
@@ -429,8 +429,9 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
     fs::create_dir_all(&work).unwrap();
     let out_dir = work.join("out");
     // The first attempt of shard 1 runs through a wrapper that freezes calibra (SIGSTOP) right after
-    // its first committed fit: the requeue below then lands mid-run however fast the fits are (idle,
-    // shard 1's six `prior` fits took 0.3 s, faster than a poll could suspend it).
+    // its first committed fit (the journal line, the store's commit point; records already in
+    // runs.jsonl may still be cut): the requeue below then lands mid-run however fast the fits are
+    // (idle, shard 1's six `prior` fits took 0.3 s, faster than a poll could suspend it).
     let wrapper = work.join("calibra-freezing-shard-1");
     fs::write(&wrapper, FREEZING_WRAPPER).unwrap();
     {
@@ -448,11 +449,15 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
     let shard1 = out_dir.join("shards/1");
     // As soon as shard 1 has committed a fit, freeze it (SIGSTOP), so that it is requeued mid-run
     // however fast its fits are.
-    let started = wait_until(Duration::from_secs(120), || !sorted_lines(&shard1).is_empty());
+    let committed =
+        || fs::read_to_string(shard1.join("journal/fits.jsonl")).unwrap_or_default().lines().count();
+    let started = wait_until(Duration::from_secs(120), || committed() > 0);
     assert!(started, "shard 1 never committed a fit\n{}\n{}", cluster.squeue_and_sinfo(), logs(&work));
     cluster.run("scontrol", &["suspend", &task]);
-    let before = sorted_lines(&shard1).len();
-    assert!(before < 36, "shard 1 finished before it could be suspended ({before} records)");
+    // The fits committed when it froze (records of a fit being committed may follow in runs.jsonl;
+    // the resumed run cuts and reruns that fit, which is the store's crash rule, not a loss).
+    let before = committed();
+    assert!(before < 6, "shard 1 finished before it could be suspended ({before} fits committed)");
     cluster.run("scontrol", &["requeue", &task]);
     // A requeued suspended job is held, and a requeued job waits (BeginTime): let it start now.
     assert!(
@@ -473,8 +478,8 @@ fn the_slurm_array_script_runs_merges_reports_and_survives_a_requeue() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{resumed}"));
     assert!(
-        already >= before / 6 && already < 6,
-        "the requeued task resumed its store: {resumed} ({before} records before)"
+        already >= before && already < 6,
+        "the requeued task resumed its store: {resumed} ({before} fits committed before)"
     );
     // Nothing duplicated within the shard, nothing lost overall.
     let lines = sorted_lines(&shard1);
