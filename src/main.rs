@@ -39,7 +39,7 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Fit one encoder on one dataset (probe, LoRA, full fine-tuning or CoOp) over label fractions and
     /// seeds into a run store: records, predictions per condition, calibrators, the fitted adapter.
-    Train(cli::train::TrainArgs),
+    Train(Box<cli::train::TrainArgs>),
     /// Transferability estimators on frozen features (LogME, H-score, GBC, NLEEP, TransRate, ...).
     Transfer(cli::transfer::TransferArgs),
     /// Combine run stores (e.g. shards) into one; identical duplicates dropped, conflicts refused.

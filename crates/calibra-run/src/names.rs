@@ -245,6 +245,26 @@ pub fn is_known(list: &[&str], name: &str) -> bool {
     list.contains(&name)
 }
 
+/// Why `name` is not a device name (`cpu`/`flex`, `ndarray`, `wgpu`, `wgpu:N`, `cuda`, `cuda:N`;
+/// case-insensitive), or `None`. The grammar of calibra-models' `DeviceKind`, which this crate cannot
+/// depend on (it stays free of burn); a test in calibra-exec keeps the two in step.
+pub fn device_problem(name: &str) -> Option<String> {
+    let lower = name.trim().to_ascii_lowercase();
+    let (kind, index) = match lower.split_once(':') {
+        Some((kind, index)) => (kind, Some(index)),
+        None => (lower.as_str(), None),
+    };
+    let index_ok = index.is_none_or(|i| i.parse::<usize>().is_ok());
+    let known = match kind {
+        "cpu" | "flex" | "ndarray" => index.is_none(),
+        "wgpu" | "cuda" => index_ok,
+        _ => false,
+    };
+    (!known).then(|| {
+        format!("unknown device `{name}`; expected one of: cpu, wgpu, wgpu:N, cuda, cuda:N, ndarray (N a device index)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,24 +298,4 @@ mod tests {
         }
         assert_eq!(perturbations(), ["gaussian-blur", "jpeg", "contrast", "rician-noise", "fov-crop"]);
     }
-}
-
-/// Why `name` is not a device name (`cpu`/`flex`, `ndarray`, `wgpu`, `wgpu:N`, `cuda`, `cuda:N`;
-/// case-insensitive), or `None`. The grammar of calibra-models' `DeviceKind`, which this crate cannot
-/// depend on (it stays free of burn); a test in calibra-exec keeps the two in step.
-pub fn device_problem(name: &str) -> Option<String> {
-    let lower = name.trim().to_ascii_lowercase();
-    let (kind, index) = match lower.split_once(':') {
-        Some((kind, index)) => (kind, Some(index)),
-        None => (lower.as_str(), None),
-    };
-    let index_ok = index.is_none_or(|i| i.parse::<usize>().is_ok());
-    let known = match kind {
-        "cpu" | "flex" | "ndarray" => index.is_none(),
-        "wgpu" | "cuda" => index_ok,
-        _ => false,
-    };
-    (!known).then(|| {
-        format!("unknown device `{name}`; expected one of: cpu, wgpu, wgpu:N, cuda, cuda:N, ndarray (N a device index)")
-    })
 }

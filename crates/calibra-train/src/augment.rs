@@ -150,7 +150,7 @@ pub fn crop_flip(image: &[f32], shape: [usize; 3], seed: u64, out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
+    use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest};
 
     proptest! {
         /// Every drawn box lies inside the image, and its area and aspect ratio are within the
