@@ -8,10 +8,6 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use burn::tensor::Device;
-use calibra_data::{DatasetSpec, LoadOptions, load_dataset};
-use calibra_train::features::{FeatureCondition, preprocess_for};
-use calibra_train::fine_tune::{load_adapted_lora, predict_logits};
 use common::calibra;
 
 fn checkpoint(dir: &Path) -> PathBuf {
@@ -42,19 +38,6 @@ fn train(ck: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     ];
     args.extend_from_slice(extra);
     calibra(&args)
-}
-
-fn read_logits(csv: &Path) -> (Vec<String>, Vec<f64>) {
-    let text = fs::read_to_string(csv).unwrap();
-    let mut ids = Vec::new();
-    let mut logits = Vec::new();
-    for line in text.lines().skip(1) {
-        let mut cells = line.split(',');
-        ids.push(cells.next().unwrap().to_string());
-        cells.next(); // label
-        logits.extend(cells.map(|c| c.parse::<f64>().unwrap()));
-    }
-    (ids, logits)
 }
 
 #[test]
@@ -89,18 +72,12 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     // Loaded back onto the base checkpoint, the adapter gives the recorded clean-test logits.
     let clean =
         records.iter().find(|r| r["condition"]["kind"] == "clean" && r["calibrator"] == "none").unwrap();
-    let (ids, recorded) = read_logits(&store.join(clean["paths"]["predictions"].as_str().unwrap()));
-    let device = Device::flex();
-    let model = load_adapted_lora(&ck, &adapter, &device).unwrap();
-    let dataset = load_dataset(&DatasetSpec::parse(DATA).unwrap(), &LoadOptions::default()).unwrap();
-    let rows: Vec<usize> =
-        ids.iter().map(|id| dataset.samples.iter().position(|s| &s.id == id).unwrap()).collect();
-    let preprocess = preprocess_for(&ck).unwrap();
-    let again =
-        predict_logits(&model, &dataset, &rows, &preprocess, FeatureCondition::Clean, 16, &device).unwrap();
-    assert_eq!(again.len(), recorded.len());
-    let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
+    common::assert_adapter_reproduces(
+        &ck,
+        &adapter,
+        &store.join(clean["paths"]["predictions"].as_str().unwrap()),
+        DATA,
+    );
 
     // The same command gives the same bytes, on 1 thread as on 3 (README "Guarantees"); resuming a
     // finished store adds nothing.

@@ -8,10 +8,6 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use burn::tensor::Device;
-use calibra_data::{DatasetSpec, LoadOptions, load_dataset};
-use calibra_train::features::{FeatureCondition, preprocess_for};
-use calibra_train::fine_tune::{load_adapted_lora, predict_logits};
 use common::calibra;
 
 const DATA: &str = "synth:derm?n=64&size=32";
@@ -56,23 +52,10 @@ fn lora_trains_on_the_tiny_clip_vision_tower_with_peft_names() {
     let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let clean =
         records.iter().find(|r| r["condition"]["kind"] == "clean" && r["calibrator"] == "none").unwrap();
-    let csv = fs::read_to_string(store.join(clean["paths"]["predictions"].as_str().unwrap())).unwrap();
-    let (mut ids, mut recorded) = (Vec::new(), Vec::new());
-    for line in csv.lines().skip(1) {
-        let mut cells = line.split(',');
-        ids.push(cells.next().unwrap().to_string());
-        cells.next(); // label
-        recorded.extend(cells.map(|c| c.parse::<f64>().unwrap()));
-    }
-    let device = Device::flex();
-    let model = load_adapted_lora(&ck, &adapter, &device).unwrap();
-    let dataset = load_dataset(&DatasetSpec::parse(DATA).unwrap(), &LoadOptions::default()).unwrap();
-    let rows: Vec<usize> =
-        ids.iter().map(|id| dataset.samples.iter().position(|s| &s.id == id).unwrap()).collect();
-    let preprocess = preprocess_for(&ck).unwrap();
-    let again =
-        predict_logits(&model, &dataset, &rows, &preprocess, FeatureCondition::Clean, 16, &device).unwrap();
-    assert_eq!(again.len(), recorded.len());
-    let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
+    common::assert_adapter_reproduces(
+        &ck,
+        &adapter,
+        &store.join(clean["paths"]["predictions"].as_str().unwrap()),
+        DATA,
+    );
 }

@@ -110,3 +110,37 @@ pub fn tree_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     walk(dir, dir, &mut out);
     out
 }
+
+/// The ids and row-major logits of a calibra predictions CSV (`id,label,logit…`).
+pub fn read_logits(csv: &Path) -> (Vec<String>, Vec<f64>) {
+    let text = fs::read_to_string(csv).unwrap();
+    let mut ids = Vec::new();
+    let mut logits = Vec::new();
+    for line in text.lines().skip(1) {
+        let mut cells = line.split(',');
+        ids.push(cells.next().unwrap().to_string());
+        cells.next(); // label
+        logits.extend(cells.map(|c| c.parse::<f64>().unwrap()));
+    }
+    (ids, logits)
+}
+
+/// The LoRA adapter `adapter` (with its head), loaded back onto the checkpoint `ck`, predicts the
+/// clean logits recorded in `predictions` (a CSV of the store) for the dataset `data`, within 1e-5.
+pub fn assert_adapter_reproduces(ck: &Path, adapter: &Path, predictions: &Path, data: &str) {
+    use calibra_data::{DatasetSpec, LoadOptions, load_dataset};
+    use calibra_train::features::{FeatureCondition, preprocess_for};
+    use calibra_train::fine_tune::{load_adapted_lora, predict_logits};
+    let (ids, recorded) = read_logits(predictions);
+    let device = burn::tensor::Device::flex();
+    let model = load_adapted_lora(ck, adapter, &device).unwrap();
+    let dataset = load_dataset(&DatasetSpec::parse(data).unwrap(), &LoadOptions::default()).unwrap();
+    let rows: Vec<usize> =
+        ids.iter().map(|id| dataset.samples.iter().position(|s| &s.id == id).unwrap()).collect();
+    let preprocess = preprocess_for(ck).unwrap();
+    let again =
+        predict_logits(&model, &dataset, &rows, &preprocess, FeatureCondition::Clean, 16, &device).unwrap();
+    assert_eq!(again.len(), recorded.len());
+    let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
+}
