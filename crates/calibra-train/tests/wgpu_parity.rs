@@ -167,7 +167,8 @@ fn one_coop_step(device: &Device) -> (Vec<f64>, Vec<f32>) {
     let n = 12;
     let features = random(n * dim, 4);
     let labels: Vec<usize> = (0..n).map(|i| i % 3).collect();
-    let config = CoopConfig { epochs: 1, batch_size: n, lr: 2e-3, ..CoopConfig::default() };
+    // No warmup: the one step runs at the full lr, so the context moves (by about 1e-3).
+    let config = CoopConfig { epochs: 1, batch_size: n, lr: 2e-3, warmup_epochs: 0, ..CoopConfig::default() };
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let out = train_prompt_learner(
         &model,
@@ -198,6 +199,11 @@ fn one_coop_step_on_wgpu_equals_the_cpu_step() {
         "loss {gpu_losses:?} on wgpu, {cpu_losses:?} on the cpu"
     );
     let diff = max_diff(&cpu_ctx, &gpu_ctx);
-    eprintln!("CoOp: loss cpu {cpu_losses:?} wgpu {gpu_losses:?}; max |context diff| {diff:e}");
+    let start = random(cpu_ctx.len(), 3);
+    let moved = max_diff(&start, &cpu_ctx);
+    eprintln!(
+        "CoOp: loss cpu {cpu_losses:?} wgpu {gpu_losses:?}; max |context diff| {diff:e} (the step moved it by {moved:e})"
+    );
+    assert!(moved > 1e-5, "the step must move the context for the comparison to mean anything");
     assert!(diff <= 1e-3, "the context after one step differs by {diff:e}");
 }
