@@ -150,9 +150,7 @@ fn timm_bad_inputs_are_errors() {
     let mut lora_target = Encoder::load_dir(&fixture("token"), &device).unwrap();
     let lora: calibra_models::lora::LoraConfig =
         serde_json::from_str(r#"{"r": 2, "target_modules": ["qkv"]}"#).unwrap();
-    let err = calibra_models::lora::apply_lora(&mut lora_target, &lora, 0)
-        .unwrap_err()
-        .to_string();
+    let err = calibra_models::lora::apply_lora(&mut lora_target, &lora, 0).unwrap_err().to_string();
     assert!(err.contains("LoRA on a timm checkpoint (vit_tiny_patch16_224) is not implemented"), "{err}");
     let err = encoder.save_pretrained(&std::env::temp_dir().join("calibra-timm-never")).unwrap_err();
     assert!(matches!(err, ModelError::UnsupportedConfig { .. }), "{err}");
