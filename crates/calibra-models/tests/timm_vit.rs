@@ -183,3 +183,67 @@ fn timm_bad_inputs_are_errors() {
     let err = load_err(tmp.path());
     assert!(err.contains("blocks.1.attn.qkv.bias"), "{err}");
 }
+
+/// Odd values for every option either load or are an error: never a panic, an abort or a huge
+/// allocation (sizes are checked against the weights file before any tensor is made).
+#[test]
+fn timm_odd_option_values_are_errors_not_panics() {
+    let odd = [
+        serde_json::json!(0),
+        serde_json::json!(-1),
+        serde_json::json!(1e30),
+        serde_json::json!(1048576),
+        serde_json::json!("x"),
+        serde_json::json!([]),
+        serde_json::json!([0, 0]),
+        serde_json::json!(null),
+        serde_json::json!(true),
+    ];
+    let keys = [
+        "img_size",
+        "patch_size",
+        "in_chans",
+        "embed_dim",
+        "depth",
+        "num_heads",
+        "mlp_ratio",
+        "reg_tokens",
+        "init_values",
+        "global_pool",
+        "class_token",
+        "no_embed_class",
+        "fc_norm",
+        "pre_norm",
+        "final_norm",
+        "qkv_bias",
+        "norm_layer",
+        "act_layer",
+        "num_classes",
+    ];
+    let device = Device::flex();
+    for key in keys {
+        for value in &odd {
+            let tmp = tmp_with_config("reg4", |c| {
+                c["model_args"][key] = value.clone();
+            });
+            if let Ok(e) = Encoder::load_dir(tmp.path(), &device) {
+                // loaded: the forward pass is fine too, or an input error
+                let _ = e.embed(Tensor::zeros([1, 3, 32, 32], &device));
+            }
+        }
+    }
+    for edit in [
+        serde_json::json!({"pretrained_cfg": {"input_size": [3, 1048576, 1048576], "fixed_input_size": true}}),
+        serde_json::json!({"pretrained_cfg": "x"}),
+        serde_json::json!({"model_args": [1]}),
+        serde_json::json!({"architecture": 5}),
+    ] {
+        let tmp = tmp_with_config("reg4", |c| {
+            for (k, v) in edit.as_object().unwrap() {
+                c[k] = v.clone();
+            }
+            c["model_args"].as_object_mut().map(|m| m.remove("img_size"));
+        });
+        assert!(Encoder::load_dir(tmp.path(), &device).is_err(), "{edit}");
+    }
+}

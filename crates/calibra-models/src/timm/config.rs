@@ -225,11 +225,15 @@ impl TimmVitConfig {
         self.img_size / self.patch_size
     }
 
-    /// A lower bound on the weights (see [`crate::hf::load::check_fits_file`]).
+    /// A lower bound on the weights (see [`crate::hf::load::check_fits_file`]): blocks, position
+    /// embeddings, class/register tokens and the patch convolution, so that a config asking for more
+    /// than the file holds is refused before anything is allocated.
     pub fn min_weights(&self) -> u128 {
         let (d, p, g) = (self.embed_dim as u128, self.patch_size as u128, self.grid() as u128);
+        let prefix = self.num_prefix_tokens() as u128;
+        let pos = g * g + if self.no_embed_class { 0 } else { prefix };
         crate::hf::load::blocks_min_weights(self.depth, self.embed_dim, self.mlp_hidden)
-            + g * g * d
+            + (pos + prefix) * d
             + self.in_chans as u128 * p * p * d
     }
 }
