@@ -57,6 +57,7 @@ pub mod row_targets;
 pub mod spec;
 pub mod split;
 pub mod synth;
+pub mod timm_preprocess;
 
 pub use dataset::{Dataset, LabelSpace, Metadata, Sample, Sex, SkippedSample, Split, Target, TaskKind};
 pub use detect::{Detected, detect};

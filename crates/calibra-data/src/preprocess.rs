@@ -30,16 +30,43 @@ pub enum ResizeTarget {
     Exact { height: u32, width: u32 },
 }
 
-/// An encoder's input transform.
-#[derive(Debug, Clone, PartialEq)]
+/// How the centre crop's offset `(side − crop) / 2` is rounded when it is not whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CropRounding {
+    /// `floor` (Hugging Face image processors).
+    #[default]
+    Floor,
+    /// Python's `round`, half to even (torchvision's `CenterCrop`, used by timm's eval transform).
+    HalfEven,
+}
+
+/// An encoder's input transform. (`Debug` is part of feature-cache keys: `crop_rounding` is printed
+/// only when not [`CropRounding::Floor`], so that keys made before it existed stay valid.)
+#[derive(Clone, PartialEq)]
 pub struct PreprocessConfig {
     pub resize: Option<ResizeTarget>,
     pub filter: FilterType,
     /// `(height, width)` of the centre crop.
     pub center_crop: Option<(u32, u32)>,
+    /// Rounding of the centre crop's offset.
+    pub crop_rounding: CropRounding,
     pub rescale_factor: f32,
     pub mean: [f32; 3],
     pub std: [f32; 3],
+}
+
+impl std::fmt::Debug for PreprocessConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("PreprocessConfig");
+        d.field("resize", &self.resize).field("filter", &self.filter).field("center_crop", &self.center_crop);
+        if self.crop_rounding != CropRounding::Floor {
+            d.field("crop_rounding", &self.crop_rounding);
+        }
+        d.field("rescale_factor", &self.rescale_factor)
+            .field("mean", &self.mean)
+            .field("std", &self.std)
+            .finish()
+    }
 }
 
 impl PreprocessConfig {
@@ -50,6 +77,7 @@ impl PreprocessConfig {
             resize: Some(ResizeTarget::ShortestEdge(224)),
             filter: FilterType::CatmullRom,
             center_crop: Some((224, 224)),
+            crop_rounding: CropRounding::Floor,
             rescale_factor: 1.0 / 255.0,
             mean: [0.485, 0.456, 0.406],
             std: [0.229, 0.224, 0.225],
@@ -143,7 +171,15 @@ impl PreprocessConfig {
         if std.iter().any(|s| *s <= 0.0) {
             return Err("`image_std` must be positive".into());
         }
-        Ok(Self { resize, filter, center_crop, rescale_factor, mean, std })
+        Ok(Self {
+            resize,
+            filter,
+            center_crop,
+            crop_rounding: CropRounding::Floor,
+            rescale_factor,
+            mean,
+            std,
+        })
     }
 
     /// Applies the transform: to RGB, resize, centre crop, rescale, normalise → a CHW tensor.
@@ -186,7 +222,15 @@ impl PreprocessConfig {
         });
         let (w, h) = (w as i64, h as i64);
         let (ch, cw) = self.center_crop.map_or((h, w), |(a, b)| (a as i64, b as i64));
-        let (top, left) = ((h - ch).div_euclid(2), (w - cw).div_euclid(2));
+        let offset = |d: i64| match self.crop_rounding {
+            CropRounding::Floor => d.div_euclid(2),
+            // round(d / 2) half to even: an odd d gives k + ½, rounded to k or k + 1, whichever is even
+            CropRounding::HalfEven => {
+                let k = d.div_euclid(2);
+                if d.rem_euclid(2) == 1 && k.rem_euclid(2) == 1 { k + 1 } else { k }
+            }
+        };
+        let (top, left) = (offset(h - ch), offset(w - cw));
         let plane = (ch * cw) as usize;
         // Outside the image (a crop larger than it) the pixel is 0 before normalisation.
         let mut data: Vec<f32> = table.iter().flat_map(|t| std::iter::repeat_n(t[0], plane)).collect();

@@ -19,6 +19,7 @@ use crate::hf::{
     HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint, save_safetensors,
 };
 use crate::siglip::{SiglipVisionTransformer, siglip_vision_keymap};
+use crate::timm::{TimmVit, is_timm_config, timm_vit_key_map};
 use crate::vit::{Vit, VitConfig, vit_key_map};
 
 /// The family-specific module.
@@ -34,6 +35,9 @@ pub enum EncoderModel {
     ClipVision(ClipVisionTransformer),
     /// `model_type` `siglip` (the vision tower of a SiglipModel) or `siglip_vision_model`.
     SiglipVision(SiglipVisionTransformer),
+    /// A timm `VisionTransformer` (`config.json` with `architecture` and no `model_type`; see
+    /// [`crate::timm`]).
+    TimmVit(TimmVit),
 }
 
 /// Model types [`Encoder::load`] understands.
@@ -71,6 +75,10 @@ impl Encoder {
     pub fn load_dir(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         let config = read_config(&dir.join("config.json"))?;
         let weights = dir.join("model.safetensors");
+        if is_timm_config(&config) {
+            let model = EncoderModel::TimmVit(TimmVit::load(&config, &weights, device)?.0);
+            return Ok(Self { model, config });
+        }
         let model_type = config.model_type()?;
         // family dispatch
         let model = match model_type.as_str() {
@@ -121,6 +129,7 @@ impl Encoder {
             EncoderModel::SiglipVision(_) => {
                 siglip_vision_keymap().expect("static SigLIP key table compiles")
             }
+            EncoderModel::TimmVit(_) => timm_vit_key_map(),
         }
     }
 
@@ -145,6 +154,15 @@ impl Encoder {
                     supported: "vit, deit, dinov2, dinov2_with_registers".into(),
                 })
             }
+            // Writing timm's layout back would need the q/k/v re-fused into `qkv`.
+            EncoderModel::TimmVit(_) => Err(ModelError::UnsupportedConfig {
+                path: self.config.path.clone(),
+                message: format!(
+                    "saving a timm checkpoint ({}) is not implemented (its fused qkv would have to be \
+                     re-assembled); the loaded file is unchanged and can be reused as is",
+                    self.config.str_or("architecture", "timm")?
+                ),
+            }),
         }
     }
 
@@ -157,6 +175,7 @@ impl Encoder {
             EncoderModel::Dinov2(m) => m.forward(images, collect_hidden),
             EncoderModel::ClipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
             EncoderModel::SiglipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
+            EncoderModel::TimmVit(m) => m.forward(images, collect_hidden),
         }
     }
 
@@ -168,6 +187,7 @@ impl Encoder {
             EncoderModel::Dinov2(m) => m.blocks.len(),
             EncoderModel::ClipVision(m) => m.n_layers(),
             EncoderModel::SiglipVision(m) => m.n_layers(),
+            EncoderModel::TimmVit(m) => m.blocks.len(),
         }
     }
 
@@ -214,6 +234,7 @@ impl Encoder {
                 let n = last.dims()[1];
                 mean_tokens(last, 0, n)
             }
+            EncoderModel::TimmVit(m) => Ok(m.forward(images, false)?.cls),
         }
     }
 
@@ -225,6 +246,7 @@ impl Encoder {
             EncoderModel::Dinov2(m) => 2 * m.layernorm.gamma.dims()[0],
             EncoderModel::ClipVision(m) => m.post_layernorm.gamma.dims()[0],
             EncoderModel::SiglipVision(m) => m.post_layernorm.gamma.dims()[0],
+            EncoderModel::TimmVit(m) => m.embed_dim(),
         }
     }
 
@@ -241,6 +263,9 @@ impl Encoder {
             }
             EncoderModel::SiglipVision(_) => {
                 "the mean of the post-layernorm tokens (SiglipForImageClassification)"
+            }
+            EncoderModel::TimmVit(_) => {
+                "timm's pre-logits feature, forward_head(forward_features(x), pre_logits=True)"
             }
         }
     }
@@ -277,6 +302,8 @@ impl Encoder {
             EncoderModel::Dinov2(m) => cls_after(h, |x| m.layernorm.forward(x)),
             EncoderModel::ClipVision(m) => m.pool_hidden(h),
             EncoderModel::SiglipVision(m) => m.pool_hidden(h),
+            // timm: `norm`, `global_pool`, `fc_norm` on the block output.
+            EncoderModel::TimmVit(m) => m.feature_from_hidden(h),
         };
         Ok(fractions.iter().map(|&f| pool(hidden[self.layer_for_fraction(f)].clone())).collect())
     }

@@ -19,6 +19,7 @@ pub mod lora;
 
 pub mod clip;
 pub mod siglip;
+pub mod timm;
 pub mod tokenizer;
 pub mod tokenizer_train;
 

@@ -365,9 +365,20 @@ fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {
 }
 
 /// The checkpoint's `preprocessor_config.json` (required: without it the encoder's expected
-/// resolution and normalisation are unknown, and guessing would silently change every number).
+/// resolution and normalisation are unknown, and guessing would silently change every number); for a
+/// timm checkpoint without one, timm's eval transform from `config.json`'s `pretrained_cfg`
+/// ([`PreprocessConfig::from_timm_json`]).
 pub fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureError> {
     let path = checkpoint.join("preprocessor_config.json");
+    let config_path = checkpoint.join("config.json");
+    if !path.exists()
+        && let Ok(text) = fs::read_to_string(&config_path)
+        && serde_json::from_str(&text).is_ok_and(|v| calibra_data::timm_preprocess::is_timm_config(&v))
+    {
+        // A timm checkpoint: the eval transform of its pretrained_cfg.
+        return PreprocessConfig::from_timm_json(&text)
+            .map_err(|why| FeatureError::Format { path: config_path, why });
+    }
     if !path.exists() {
         return Err(FeatureError::Format {
             path,

@@ -156,6 +156,35 @@ pub fn load_safetensors<M: ModuleSnapshot>(
         });
     }
     let file_keys = SafetensorsStore::from_file(path).keys().map_err(|e| store_err(path, e))?;
+    load_from_store(module, SafetensorsStore::from_file(path), file_keys, path, map, options)
+}
+
+/// [`load_safetensors`] on an in-memory safetensors file (`bytes`, e.g. a checkpoint rewritten at
+/// load); `path` names the file it came from in every message.
+pub fn load_safetensors_bytes<M: ModuleSnapshot>(
+    module: &mut M,
+    bytes: Vec<u8>,
+    path: &Path,
+    map: &KeyMap,
+    options: &LoadOptions,
+) -> Result<LoadSummary, ModelError> {
+    let file_keys: Vec<String> = safetensors::SafeTensors::deserialize(&bytes)
+        .map_err(|e| store_err(path, e))?
+        .names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    load_from_store(module, SafetensorsStore::from_bytes(Some(bytes)), file_keys, path, map, options)
+}
+
+fn load_from_store<M: ModuleSnapshot>(
+    module: &mut M,
+    store: SafetensorsStore,
+    file_keys: Vec<String>,
+    path: &Path,
+    map: &KeyMap,
+    options: &LoadOptions,
+) -> Result<LoadSummary, ModelError> {
     let mut ignored = Vec::new();
     let mut pairs = BTreeMap::new();
     let mut back = BTreeMap::new(); // module path -> file key
@@ -170,8 +199,7 @@ pub fn load_safetensors<M: ModuleSnapshot>(
         back.insert(target.clone(), key.clone());
         pairs.insert(key.clone(), target);
     }
-    let mut store =
-        SafetensorsStore::from_file(path).remap(exact_remapper(&pairs)?).allow_partial(true).validate(false);
+    let mut store = store.remap(exact_remapper(&pairs)?).allow_partial(true).validate(false);
     let check = FiniteCheck::default();
     let to_f32 = FloatCastAdapter::to(DType::F32);
     store = match options.layout {

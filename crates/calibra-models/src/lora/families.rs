@@ -96,6 +96,21 @@ fn model_type(encoder: &Encoder) -> Result<String, LoraError> {
         .map_err(|e| LoraError::Config { field: "model_type".into(), why: e.to_string() })
 }
 
+/// LoRA on a timm ViT is refused: PEFT targets timm's fused `attn.qkv` as one Linear (one `lora_A`
+/// `[r, d]`, one `lora_B` `[3·d, r]`), while calibra splits `qkv` into q/k/v at load; matching
+/// PEFT's names and shapes is not implemented yet.
+fn timm_lora_refused(encoder: &Encoder) -> LoraError {
+    let arch = encoder.config.str_or("architecture", "timm").unwrap_or_else(|_| "timm".into());
+    LoraError::Config {
+        field: "target_modules".into(),
+        why: format!(
+            "LoRA on a timm checkpoint ({arch}) is not implemented yet: PEFT targets timm's fused \
+             attn.qkv Linear, which calibra splits into q/k/v at load; use the frozen encoder \
+             (features / probes) or the Hugging Face ViT/DeiT/DINOv2/CLIP/SigLIP layouts for LoRA"
+        ),
+    }
+}
+
 fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
     Ok(match &encoder.model {
         EncoderModel::Vit(_) => {
@@ -113,6 +128,7 @@ fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
         EncoderModel::ClipVision(_) | EncoderModel::SiglipVision(_) => {
             BlockNames { layers: "vision_model.encoder.layers".into(), attn: "self_attn", out: "out_proj" }
         }
+        EncoderModel::TimmVit(_) => return Err(timm_lora_refused(encoder)),
     })
 }
 
@@ -132,6 +148,8 @@ impl LoraModel for Encoder {
                     out.push(("vision_model.head.mlp.fc2".into(), &mut head.mlp.fc2));
                 }
             }
+            // encoder_block_names above has refused a timm encoder already.
+            EncoderModel::TimmVit(_) => {}
         }
         Ok(out)
     }
@@ -183,6 +201,7 @@ impl LoraModel for Encoder {
                     name.to_string()
                 }
             }
+            EncoderModel::TimmVit(_) => return Err(timm_lora_refused(self)),
         })
     }
 }
