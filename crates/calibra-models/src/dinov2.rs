@@ -213,17 +213,7 @@ impl Dinov2 {
     /// Full forward pass; see [`crate::vit::Vit::forward`] for `collect_hidden`. `cls` is the
     /// HF `pooler_output` (CLS token after the final LayerNorm); `pooler_output` is `None`.
     pub fn forward(&self, images: Tensor<4>, collect_hidden: bool) -> Result<EncoderOutput, ModelError> {
-        let mut x = self.embed_tokens(images)?;
-        let mut hidden = Vec::new();
-        for block in &self.blocks {
-            if collect_hidden {
-                hidden.push(x.clone());
-            }
-            x = block.forward(x);
-        }
-        if collect_hidden {
-            hidden.push(x.clone());
-        }
+        let (x, hidden) = crate::layers::run_blocks(&self.blocks, self.embed_tokens(images)?, collect_hidden);
         let last = self.layernorm.forward(x);
         let [b, _, d] = last.dims();
         let cls = last.clone().narrow(1, 0, 1).reshape([b, d]);

@@ -274,17 +274,8 @@ impl SiglipVisionTransformer {
         images: Tensor<4>,
         with_hidden_states: bool,
     ) -> Result<TowerOutput, ModelError> {
-        let mut x = self.embed(images)?;
-        let mut hidden_states = Vec::new();
-        for block in &self.blocks {
-            if with_hidden_states {
-                hidden_states.push(x.clone());
-            }
-            x = block.forward(x);
-        }
-        if with_hidden_states {
-            hidden_states.push(x.clone());
-        }
+        let (x, hidden_states) =
+            crate::layers::run_blocks(&self.blocks, self.embed(images)?, with_hidden_states);
         let last = self.post_layernorm.forward(x);
         let pooled = self.pool_normed(last.clone());
         Ok(TowerOutput { last_hidden_state: last, pooled, hidden_states })

@@ -210,17 +210,7 @@ impl Vit {
     /// Full forward pass. `collect_hidden`: also return the embedding output and every block
     /// output (HF `hidden_states`, length `num_layers + 1`, before the final LayerNorm).
     pub fn forward(&self, images: Tensor<4>, collect_hidden: bool) -> Result<EncoderOutput, ModelError> {
-        let mut x = self.embed_tokens(images)?;
-        let mut hidden = Vec::new();
-        for block in &self.blocks {
-            if collect_hidden {
-                hidden.push(x.clone());
-            }
-            x = block.forward(x);
-        }
-        if collect_hidden {
-            hidden.push(x.clone());
-        }
+        let (x, hidden) = crate::layers::run_blocks(&self.blocks, self.embed_tokens(images)?, collect_hidden);
         let last = self.layernorm.forward(x);
         let [b, _, d] = last.dims();
         let cls = last.clone().narrow(1, 0, 1).reshape([b, d]);

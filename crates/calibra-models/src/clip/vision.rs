@@ -173,17 +173,8 @@ impl ClipVisionTransformer {
         images: Tensor<4>,
         with_hidden_states: bool,
     ) -> Result<TowerOutput, ModelError> {
-        let mut x = self.embed(images)?;
-        let mut hidden_states = Vec::new();
-        for block in &self.blocks {
-            if with_hidden_states {
-                hidden_states.push(x.clone());
-            }
-            x = block.forward(x);
-        }
-        if with_hidden_states {
-            hidden_states.push(x.clone());
-        }
+        let (x, hidden_states) =
+            crate::layers::run_blocks(&self.blocks, self.embed(images)?, with_hidden_states);
         Ok(TowerOutput { pooled: self.pool_hidden(x.clone()), last_hidden_state: x, hidden_states })
     }
 

@@ -103,3 +103,25 @@ impl TransformerBlock {
         h + m
     }
 }
+
+/// Runs `x` through `blocks` in order. With `collect_hidden`, also returns every block's input and
+/// the last block's output (transformers' `hidden_states`: length `blocks.len() + 1`, before any
+/// final norm); otherwise the list is empty.
+pub fn run_blocks(
+    blocks: &[TransformerBlock],
+    x: Tensor<3>,
+    collect_hidden: bool,
+) -> (Tensor<3>, Vec<Tensor<3>>) {
+    let mut x = x;
+    let mut hidden = Vec::new();
+    for block in blocks {
+        if collect_hidden {
+            hidden.push(x.clone());
+        }
+        x = block.forward(x);
+    }
+    if collect_hidden {
+        hidden.push(x.clone());
+    }
+    (x, hidden)
+}

@@ -10,7 +10,7 @@ pub mod patch;
 pub mod pos_embed;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
-pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig};
+pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
 pub use pos_embed::interpolate_patch_positions;

@@ -213,17 +213,7 @@ impl TimmVit {
     /// (block `k`'s output is timm's `forward_intermediates(indices=[k-1], norm=False)` with its
     /// prefix tokens put back in front).
     pub fn forward(&self, images: Tensor<4>, collect_hidden: bool) -> Result<EncoderOutput, ModelError> {
-        let mut x = self.embed_tokens(images)?;
-        let mut hidden = Vec::new();
-        for block in &self.blocks {
-            if collect_hidden {
-                hidden.push(x.clone());
-            }
-            x = block.forward(x);
-        }
-        if collect_hidden {
-            hidden.push(x.clone());
-        }
+        let (x, hidden) = crate::layers::run_blocks(&self.blocks, self.embed_tokens(images)?, collect_hidden);
         let last = match &self.norm {
             Some(n) => n.forward(x),
             None => x,
