@@ -27,7 +27,8 @@ use crate::vit::{Vit, VitConfig, vit_key_map};
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one encoder per process; boxing would hide it from burn's derive
 pub enum EncoderModel {
-    /// `model_type` `vit` or `deit`.
+    /// `model_type` `vit`, `deit` or `vit_mae` (a ViT-MAE encoder, run without masking: see
+    /// [`crate::vit::VitConfig::from_hf`]).
     Vit(Vit),
     /// `model_type` `dinov2` or `dinov2_with_registers`.
     Dinov2(Dinov2),
@@ -44,6 +45,7 @@ pub enum EncoderModel {
 pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "vit",
     "deit",
+    "vit_mae",
     "dinov2",
     "dinov2_with_registers",
     "clip",
@@ -82,7 +84,7 @@ impl Encoder {
         let model_type = config.model_type()?;
         // family dispatch
         let model = match model_type.as_str() {
-            "vit" | "deit" => {
+            "vit" | "deit" | "vit_mae" => {
                 let map = vit_key_map();
                 let keys = SafetensorsStore::from_file(&weights)
                     .keys()

@@ -1,4 +1,13 @@
-//! ViT (Hugging Face `ViTModel`) and DeiT (`DeiTModel`, with its distillation token).
+//! ViT (Hugging Face `ViTModel`), DeiT (`DeiTModel`, with its distillation token) and the ViT-MAE
+//! encoder (`ViTMAEModel`).
+//!
+//! ViT-MAE's encoder is a ViT without a pooler, whose position embeddings are a fixed 2-D sin-cos
+//! table stored in the checkpoint; its only other difference is MAE's random masking, which
+//! `ViTMAEModel` applies with the config's `mask_ratio` (0.75 in the released checkpoints) after
+//! shuffling the patches by random noise. calibra embeds whole images: the result equals transformers
+//! with `mask_ratio = 0` and the patches in image order (`noise = arange`), and the CLS token equals it
+//! in any order, since attention does not depend on the order of its keys
+//! (scripts/golden/encoders_mae.py checks both). `mask_ratio` is therefore read by nothing here.
 
 use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
@@ -48,7 +57,7 @@ pub struct VitConfig {
 }
 
 impl VitConfig {
-    /// Reads the fields from a HF config (`model_type` `vit` or `deit`); `has_pooler` says
+    /// Reads the fields from a HF config (`model_type` `vit`, `deit` or `vit_mae`); `has_pooler` says
     /// whether the checkpoint carries `pooler.dense` weights.
     pub fn from_hf(cfg: &HfConfig, has_pooler: bool) -> Result<Self, ModelError> {
         let model_type = cfg.model_type()?;
@@ -228,7 +237,9 @@ impl Vit {
 /// transformers 5.x in-memory names (`layers.{i}.attention.{q,k,v,o}_proj`,
 /// `layers.{i}.mlp.fc1/fc2`, `layers.{i}.layernorm_before/after`). Prefixes `vit.`/`deit.` (task
 /// models) are stripped; heads (`classifier`, `distillation_classifier`, `cls_classifier`), the
-/// MIM `decoder` and `embeddings.mask_token` are ignored.
+/// MIM `decoder` and `embeddings.mask_token` are ignored. The same table reads ViT-MAE:
+/// `ViTMAEModel` saves these names, and `ViTMAEForPreTraining` (what `facebook/vit-mae-*` ship) adds
+/// `vit.` and the pre-training `decoder.`.
 pub fn vit_key_map() -> KeyMap {
     let build = || -> Result<KeyMap, ModelError> {
         let mut m = KeyMap::new("vit").strip_prefix("vit.").strip_prefix("deit.");

@@ -100,6 +100,20 @@ fn vit_loads_transformers_5_in_memory_names_with_task_prefix() {
     check_parity(&fixture("vit/v5"), "vit", true);
 }
 
+/// ViT-MAE (`ViTMAEModel`, scripts/golden/encoders_mae.py): whole images, as transformers with
+/// `mask_ratio = 0` and the patches in image order; the feature is the CLS token (no pooler).
+#[test]
+fn vit_mae_matches_transformers_without_masking() {
+    check_parity(&fixture("vit_mae"), "vit_mae", false);
+}
+
+/// A `ViTMAEForPreTraining` checkpoint (what `facebook/vit-mae-*` ship: the encoder under `vit.` plus
+/// the pre-training decoder) loads the encoder alone, to the same numbers.
+#[test]
+fn vit_mae_pretraining_checkpoint_loads_its_encoder() {
+    check_parity(&fixture("vit_mae/pretraining"), "vit_mae", false);
+}
+
 #[test]
 fn deit_matches_transformers() {
     check_parity(&fixture("deit"), "deit", true);

@@ -194,11 +194,12 @@ pub fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// `config.json` `model_type`s LoRA can be injected into (every family calibra-models' `Encoder` loads:
-/// ViT/DeiT, DINOv2 with and without registers, CLIP and SigLIP vision towers; checked up front by
+/// ViT/DeiT, ViT-MAE, DINOv2 with and without registers, CLIP and SigLIP vision towers; checked up front by
 /// [`crate::encoder_check`]).
 pub const LORA_MODEL_TYPES: &[&str] = &[
     "vit",
     "deit",
+    "vit_mae",
     "dinov2",
     "dinov2_with_registers",
     "clip",
