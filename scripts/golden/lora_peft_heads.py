@@ -18,6 +18,7 @@ attention):
                                                                                Dinov2WithRegistersForImageClassification
   clip              crates/calibra-models/tests/fixtures/lora_families/clip/base (a CLIPModel)
                                                                                CLIPForImageClassification
+  vit_mae           crates/calibra-models/tests/fixtures/vit_mae (a ViTMAEModel)  ViTForImageClassification
   siglip            lora_heads/siglip_base, made here: a joint SiglipModel (vision_use_head = True).
                     SiglipForImageClassification.from_pretrained on a SiglipVisionModel checkpoint
                     loads NONE of its weights (it expects SiglipModel's `vision_model.` names under a
@@ -86,6 +87,9 @@ FAMILIES = {
     ),
     "clip": (CLIPForImageClassification, os.path.join(MODELS, "lora_families", "clip", "base"), 3),
     "siglip": (SiglipForImageClassification, os.path.join(OUT, "siglip_base"), 3),
+    # A ViTMAEModel checkpoint (model_type vit_mae): transformers has no ViTMAEForImageClassification;
+    # MAE is fine-tuned as a ViTForImageClassification, which loads the MAE encoder's weights.
+    "vit_mae": (ViTForImageClassification, os.path.join(MODELS, "vit_mae"), 3),
 }
 
 # peft's adapters: rsLoRA on names every family has; `fc2` also reaches SigLIP's pooling-head MLP
@@ -158,7 +162,7 @@ def expected_input(family, model, x):
     `last_hidden_state`, to check the hook captured what the README states."""
     inner = model.base_model.model if isinstance(model, PeftModel) else model
     with torch.no_grad():
-        if family == "vit":
+        if family in ("vit", "vit_mae"):
             h = inner.vit(pixel_values=x).last_hidden_state
             return h[:, 0, :]
         if family == "dinov2":

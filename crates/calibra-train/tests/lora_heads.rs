@@ -1,5 +1,6 @@
 //! The fine-tuning classifier's head matches transformers' `<Family>ForImageClassification` (issue #17
-//! item 2): for ViT, DINOv2 (without and with registers), CLIP vision and SigLIP vision, an adapter +
+//! item 2): for ViT, DINOv2 (without and with registers), CLIP vision, SigLIP vision and ViT-MAE (as
+//! `ViTForImageClassification`, since transformers has no MAE classifier), an adapter +
 //! head saved by calibra loads with
 //! `PeftModel.from_pretrained(<Family>ForImageClassification.from_pretrained(base, num_labels=K), dir)`
 //! and gives calibra's logits, and a peft-made adapter (random non-zero factors, rsLoRA, the classifier
@@ -23,12 +24,14 @@ use safetensors::SafeTensors;
 const TOL: f32 = 1e-4;
 
 /// family, base checkpoint (repository-relative), K, hidden size.
-const FAMILIES: [(&str, &str, usize, usize); 5] = [
+const FAMILIES: [(&str, &str, usize, usize); 6] = [
     ("vit", "crates/calibra-models/tests/fixtures/lora/base", 4, 48),
     ("dinov2", "crates/calibra-models/tests/fixtures/dinov2", 3, 48),
     ("dinov2_registers", "crates/calibra-models/tests/fixtures/lora_families/dinov2_registers/base", 3, 32),
     ("clip", "crates/calibra-models/tests/fixtures/lora_families/clip/base", 3, 32),
     ("siglip", "crates/calibra-train/tests/fixtures/lora_heads/siglip_base", 3, 32),
+    // A ViTMAEModel checkpoint, fine-tuned as transformers' ViTForImageClassification.
+    ("vit_mae", "crates/calibra-models/tests/fixtures/vit_mae", 3, 48),
 ];
 
 /// The adapters calibra makes: rsLoRA with a rank pattern, on names every family has.
@@ -110,7 +113,9 @@ fn peft_made_classifier_adapters_give_peft_logits_here() {
         let embed = model.encoder.embed(x.clone()).unwrap();
         let feature = model.encoder.classification_feature(x).unwrap();
         match family {
-            "vit" => assert_eq!(values(embed).1, values(feature).1, "vit: the head input must stay `embed`"),
+            "vit" | "vit_mae" => {
+                assert_eq!(values(embed).1, values(feature).1, "{family}: the head input must stay `embed`")
+            }
             "clip" | "siglip" => {
                 let off = diff(family, model.head.forward(embed), &want);
                 assert!(off > 0.05, "{family}: a head on `embed` would pass too ({off})");
