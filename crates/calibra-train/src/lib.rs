@@ -28,6 +28,7 @@ pub mod pretrain;
 pub mod pretrain_clip;
 pub mod pretrain_job;
 pub mod schedule;
+pub mod train_images;
 pub mod trainer;
 pub mod training_curve;
 pub mod training_loop;

@@ -1,5 +1,5 @@
 //! The image trainer, for LoRA, full fine-tuning, MLP-style heads and ViT pretraining: a classifier
-//! on in-memory images ([`TrainSet`]) with AdamW, linear warmup + cosine decay, global-norm gradient
+//! on preprocessed images ([`TrainSet`], in memory or streamed batch by batch) with AdamW, linear warmup + cosine decay, global-norm gradient
 //! clipping, seeded dropout, per-epoch held-out curves with early stopping, and crash-safe
 //! checkpoints from which a killed run resumes to the same final weights as an uninterrupted one. It
 //! runs on the one training loop ([`crate::training_loop`]), which owns the batch schedule.
@@ -23,6 +23,7 @@ use crate::error::TrainError;
 use crate::grad_clip::clip_grad_norm;
 use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::WarmupCosine;
+use crate::train_images::TrainImages;
 use crate::training_curve::{EpochRecord, Monitor, mean_loss};
 use crate::training_loop::{Batch, LoopPlan, Stepped, TrainingSteps, at_step, mix};
 pub use crate::training_loop::{EpochSummary, StepReport, epoch_order};
@@ -47,6 +48,9 @@ pub enum TrainerError {
     Checkpoint { path: PathBuf, why: String },
     #[error("training config: {0}")]
     Config(String),
+    /// A streamed training image could not be read (the message names it).
+    #[error("training images: {0}")]
+    Images(String),
 }
 
 /// Hyper-parameters of a run. Defaults follow CRS-Bench's LoRA recipe (lr 2e-4, 8 epochs) with
@@ -159,20 +163,28 @@ pub enum TrainTargets {
     Multilabel { codes: Vec<Option<f64>>, n_labels: usize },
 }
 
-/// Preprocessed training images held in memory with their targets.
+/// Preprocessed training images (in memory or streamed, see [`TrainImages`]) with their targets.
 #[derive(Debug, Clone)]
 pub struct TrainSet {
     /// `[c, h, w]` of every image.
     pub image_shape: [usize; 3],
-    /// Row-major `n × c·h·w`.
-    pub pixels: Vec<f32>,
+    pub images: TrainImages,
     pub targets: TrainTargets,
 }
 
 impl TrainSet {
-    /// A single-label training set.
+    /// A single-label training set held in memory (`pixels` row-major `n × c·h·w`).
     pub fn classes(image_shape: [usize; 3], pixels: Vec<f32>, labels: Vec<usize>) -> Self {
-        TrainSet { image_shape, pixels, targets: TrainTargets::Classes(labels) }
+        TrainSet {
+            image_shape,
+            images: TrainImages::InMemory(pixels),
+            targets: TrainTargets::Classes(labels),
+        }
+    }
+
+    /// The preprocessed pixels of `rows`, row-major.
+    pub fn pixels(&self, rows: &[usize]) -> Result<Vec<f32>, TrainerError> {
+        self.images.gather(rows, self.image_shape.iter().product())
     }
 
     pub fn len(&self) -> usize {
@@ -187,10 +199,14 @@ impl TrainSet {
 
     fn check(&self) -> Result<(), TrainerError> {
         let size: usize = self.image_shape.iter().product();
-        if size == 0 || self.pixels.len() != self.len() * size {
+        let held = match &self.images {
+            TrainImages::InMemory(pixels) => Some(pixels.len()),
+            TrainImages::Streamed(_) => None,
+        };
+        if size == 0 || held.is_some_and(|n| n != self.len() * size) {
             return Err(TrainerError::Config(format!(
                 "the training set holds {} pixel values for {} images of shape {:?}",
-                self.pixels.len(),
+                held.unwrap_or(0),
                 self.len(),
                 self.image_shape
             )));
@@ -206,14 +222,10 @@ impl TrainSet {
         Ok(())
     }
 
-    pub(crate) fn images(&self, indices: &[usize], device: &Device) -> Tensor<4> {
+    pub(crate) fn images(&self, indices: &[usize], device: &Device) -> Result<Tensor<4>, TrainerError> {
         let [c, h, w] = self.image_shape;
-        let size = c * h * w;
-        let mut pixels = Vec::with_capacity(indices.len() * size);
-        for &i in indices {
-            pixels.extend_from_slice(&self.pixels[i * size..(i + 1) * size]);
-        }
-        Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device)
+        let pixels = self.pixels(indices)?;
+        Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
     }
 
     /// The images `indices` as `augment` transforms them in epoch `epoch` of a run seeded `seed`:
@@ -226,19 +238,19 @@ impl TrainSet {
         seed: u64,
         epoch: usize,
         device: &Device,
-    ) -> Tensor<4> {
+    ) -> Result<Tensor<4>, TrainerError> {
         if augment == Augment::None {
             return self.images(indices, device);
         }
         let [c, h, w] = self.image_shape;
         let size = c * h * w;
+        let source = self.pixels(indices)?;
         let mut pixels = vec![0f32; indices.len() * size];
         let epoch_seed = mix(seed, 3 << 40 | epoch as u64);
-        for (out, &i) in pixels.chunks_exact_mut(size).zip(indices) {
-            let image = &self.pixels[i * size..(i + 1) * size];
+        for ((out, image), &i) in pixels.chunks_exact_mut(size).zip(source.chunks_exact(size)).zip(indices) {
             crate::augment::crop_flip(image, self.image_shape, mix(epoch_seed, i as u64), out);
         }
-        Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device)
+        Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
     }
 
     /// The loss batch of `logits` computed for the images `indices`.
@@ -560,7 +572,7 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
                 self.config.seed,
                 batch.epoch,
                 self.device,
-            );
+            )?;
             let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
             let loss = finite_value(&value).map_err(named)?;
@@ -578,8 +590,13 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             };
             self.device.seed(mix(self.config.seed, stream));
             let share = micro.len() as f64 / indices.len() as f64;
-            let images =
-                data.augmented_images(micro, self.config.augment, self.config.seed, batch.epoch, self.device);
+            let images = data.augmented_images(
+                micro,
+                self.config.augment,
+                self.config.seed,
+                batch.epoch,
+                self.device,
+            )?;
             let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, micro)?)?;
             loss += share * finite_value(&value).map_err(named)?;

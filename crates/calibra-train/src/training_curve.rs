@@ -73,7 +73,7 @@ pub(crate) fn mean_loss<M: Classifier>(
     let mut total = 0.0;
     let mut logits = Vec::new();
     for chunk in rows.chunks(batch_size.max(1)) {
-        let z = model.logits(data.images(chunk, &plain));
+        let z = model.logits(data.images(chunk, &plain)?);
         let value = loss.forward(&data.loss_batch(z.clone(), chunk)?)?;
         total += finite_value(&value)? * chunk.len() as f64;
         logits.extend(

@@ -1,5 +1,6 @@
 //! Adapting an encoder to a task end to end: images of a dataset's train rows are decoded and
-//! preprocessed once (as the checkpoint's `preprocessor_config.json` says), an [`EncoderClassifier`]
+//! preprocessed (as the checkpoint's `preprocessor_config.json` says; see [`train_set`] for when
+//! they are held in memory and when they are streamed batch by batch), an [`EncoderClassifier`]
 //! (encoder + linear head) is made trainable by LoRA, in full, or head-only, the [`train`] loop fits
 //! it (resumable from its checkpoint directory), and the fitted model predicts logits for any split
 //! under any test condition. [`save_adapted`] writes what a user takes away: a PEFT adapter directory
@@ -7,14 +8,13 @@
 //! `<Family>ForImageClassification` classifies, so `PeftModel.from_pretrained` on that model loads it
 //! and gives the same logits), or the whole encoder in Hugging Face layout plus the head.
 //!
-//! Images are held in memory as f32 (c·h·w·4 bytes each): fine for the synthetic suite and for
-//! tens of thousands of small images; a streaming loader for large real datasets is not built yet.
-
 mod classifier;
 mod probe_head;
+mod streamed_rows;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use burn::module::Module;
 use burn::tensor::Device;
@@ -27,6 +27,7 @@ pub use classifier::{Adaptation, EncoderClassifier};
 
 use crate::features::{FeatureCondition, FeatureError, ImageBatch, image_batch};
 use crate::losses::Loss;
+use crate::train_images::TrainImages;
 use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train_monitored};
 use crate::training_curve::{EpochRecord, HeldOutScore, Monitor};
 
@@ -133,16 +134,62 @@ pub struct FineTuned {
     pub stopped_early: bool,
 }
 
+/// The environment variable that sets how many MiB of preprocessed training images
+/// [`train_set`] holds in memory (default [`IN_MEMORY_LIMIT_MIB`]; `0` streams every training set).
+pub const IN_MEMORY_LIMIT_VAR: &str = "CALIBRA_TRAIN_IN_MEMORY_MIB";
+
+/// Training sets whose preprocessed images (f32, `c·h·w·4` bytes each) fit in this many MiB are held
+/// in memory; larger ones are streamed. 1 GiB: ISIC 2019's 25,331 images at 224 px would take 14.2 GiB.
+pub const IN_MEMORY_LIMIT_MIB: usize = 1024;
+
+/// The in-memory limit in bytes: [`IN_MEMORY_LIMIT_VAR`] when set, else [`IN_MEMORY_LIMIT_MIB`].
+fn in_memory_limit() -> Result<usize, FineTuneError> {
+    match std::env::var(IN_MEMORY_LIMIT_VAR) {
+        Ok(v) => v.trim().parse::<usize>().map(|mib| mib.saturating_mul(1 << 20)).map_err(|_| {
+            FineTuneError::Invalid(format!(
+                "{IN_MEMORY_LIMIT_VAR}={v:?}: expected a whole number of MiB (0 streams every training set)"
+            ))
+        }),
+        Err(_) => Ok(IN_MEMORY_LIMIT_MIB << 20),
+    }
+}
+
 /// The training set of `rows`: clean images, preprocessed, with the dataset's targets.
+///
+/// When the preprocessed images fit in the in-memory limit ([`IN_MEMORY_LIMIT_MIB`], or
+/// [`IN_MEMORY_LIMIT_VAR`]) they are decoded once and held; otherwise they are streamed: each batch's
+/// images are decoded and preprocessed (in parallel) when the trainer asks for them and dropped after
+/// the step, so memory holds one batch of pixels plus the dataset's per-sample metadata, whatever the
+/// dataset's size. Both give the same pixels, so a run trains to the same bits either way; streaming
+/// re-decodes every epoch, and an image that cannot be read stops training at the step that needs it
+/// (the error names the sample; the run resumes from its last checkpoint).
 pub fn train_set(
     dataset: &Dataset,
     rows: &[usize],
     preprocess: &PreprocessConfig,
 ) -> Result<TrainSet, FineTuneError> {
+    train_set_within(dataset, rows, preprocess, in_memory_limit()?)
+}
+
+/// [`train_set`] with the in-memory limit given in bytes (`0` streams, `usize::MAX` holds).
+pub fn train_set_within(
+    dataset: &Dataset,
+    rows: &[usize],
+    preprocess: &PreprocessConfig,
+    in_memory_limit_bytes: usize,
+) -> Result<TrainSet, FineTuneError> {
     if rows.is_empty() {
         return Err(FineTuneError::Invalid(format!("dataset `{}`: no training rows", dataset.name)));
     }
-    let batch = image_batch(dataset, rows, preprocess, FeatureCondition::Clean)?;
+    let first = image_batch(dataset, &rows[..1], preprocess, FeatureCondition::Clean)?;
+    let bytes = rows.len().saturating_mul(first.shape.iter().product::<usize>()).saturating_mul(4);
+    let (image_shape, images) = if bytes <= in_memory_limit_bytes {
+        let batch = image_batch(dataset, rows, preprocess, FeatureCondition::Clean)?;
+        (batch.shape, TrainImages::InMemory(batch.pixels))
+    } else {
+        let source = streamed_rows::DatasetRows::new(dataset, rows, preprocess, first.shape);
+        (first.shape, TrainImages::Streamed(Arc::new(source)))
+    };
     let k = dataset.labels.len();
     let targets = match dataset.row_targets(rows).map_err(|e| FineTuneError::Invalid(e.to_string()))? {
         RowTargets::Classes(classes) => TrainTargets::Classes(classes),
@@ -151,7 +198,7 @@ pub fn train_set(
             n_labels: k,
         },
     };
-    Ok(TrainSet { image_shape: batch.shape, pixels: batch.pixels, targets })
+    Ok(TrainSet { image_shape, images, targets })
 }
 
 /// Fit `request` with `loss` on `device` (the plain device; training runs on its autodiff form).
@@ -168,10 +215,7 @@ pub fn fine_tune(
     let encoder = Encoder::load_dir(request.checkpoint, &autodiff)?;
     // One image through the encoder: the classifier's input size, and an up-front error if the
     // preprocessed size does not suit it (rather than a panic inside the training loop).
-    let first = ImageBatch {
-        shape: data.image_shape,
-        pixels: data.pixels[..data.image_shape.iter().product()].to_vec(),
-    };
+    let first = ImageBatch { shape: data.image_shape, pixels: data.pixels(&[0])? };
     let dim = encoder.classification_feature(first.to_tensor(&autodiff)).map_err(|e| {
         FineTuneError::Invalid(format!(
             "{}: the encoder cannot take the preprocessed images ({:?}): {e}",

@@ -38,7 +38,7 @@ pub(super) fn probe_head(
     let mut x = Vec::new();
     let mut dim = 0;
     for chunk in rows.chunks(FEATURE_BATCH) {
-        let f = frozen.classification_feature(data.images(chunk, &plain))?;
+        let f = frozen.classification_feature(data.images(chunk, &plain)?)?;
         dim = f.dims()[1];
         x.extend(
             f.into_data()
@@ -122,7 +122,7 @@ mod tests {
             assert_eq!(dim, width, "{family}");
             let (model, _) = EncoderClassifier::new(encoder, dim, 3, &Adaptation::Head, 1, &device).unwrap();
             let model = model.with_head(&weight, bias, &device).unwrap();
-            let logits = model.try_logits(data.images(&[0, 1, 2], &device)).unwrap();
+            let logits = model.try_logits(data.images(&[0, 1, 2], &device).unwrap()).unwrap();
             let logits = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
             assert!(logits.iter().all(|v| v.is_finite()), "{family}: {logits:?}");
         }

@@ -176,7 +176,8 @@ pub fn train_set() -> TrainSet {
 /// The evaluation images (`[N_EVAL, 3, 30, 30]`, another seed than training).
 pub fn eval_images() -> AdapterTensor {
     let set = synthetic_set(N_EVAL, 99);
-    AdapterTensor { shape: vec![N_EVAL, CHANNELS, SIDE, SIDE], data: set.pixels }
+    let rows: Vec<usize> = (0..N_EVAL).collect();
+    AdapterTensor { shape: vec![N_EVAL, CHANNELS, SIDE, SIDE], data: set.pixels(&rows).unwrap() }
 }
 
 /// Every float parameter of `module` outside the LoRA branches, by module path, as the bit patterns
