@@ -64,7 +64,8 @@ regimes = ["lora"]
     assert!(
         log.contains("lora: epoch 1 done: train loss")
             && log.contains("calibration loss")
-            && log.contains("AUROC 0."),
+            && log.contains("AUROC 0.")
+            && log.contains(", accuracy 0."),
         "{log}"
     );
     let records: Vec<serde_json::Value> = std::fs::read_to_string(store.join("runs.jsonl"))

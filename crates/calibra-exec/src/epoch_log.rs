@@ -19,14 +19,16 @@ impl EpochLog {
     }
 
     /// Counts a step; reports it when it starts an epoch or is the last, and after an epoch of a
-    /// monitored run its training loss and the calibration split's loss and macro AUROC.
+    /// monitored run its training loss and the calibration split's loss, macro AUROC and accuracy.
     pub fn step(&mut self, s: &StepReport, ctx: &mut RunContext<'_>) {
         self.images += s.images;
         self.steps += 1;
         if let Some(e) = s.epoch_end {
             let auroc = e.held_out_auroc.map_or("n/a (one class)".to_string(), |a| format!("{a:.3}"));
+            let accuracy = e.held_out_accuracy.map_or("n/a".to_string(), |a| format!("{a:.3}"));
             ctx.report(&format!(
-                "{}: epoch {} done: train loss {:.4} · calibration loss {:.4}, AUROC {auroc}",
+                "{}: epoch {} done: train loss {:.4} · calibration loss {:.4}, AUROC {auroc}, accuracy \
+                 {accuracy}",
                 self.kind,
                 s.epoch + 1,
                 e.train_loss,

@@ -416,9 +416,15 @@ pub fn train_monitored<M: Classifier>(
     if let Some(m) = monitor
         && curve.is_empty()
     {
-        let (calibration_loss, calibration_auroc) = m.evaluate(&model, loss, device)?;
+        let held_out = m.evaluate(&model, loss, device)?;
         let (train_loss, _) = mean_loss(&model, data, loss, device, m.batch_size)?;
-        curve.push(EpochRecord { epoch: 0, train_loss, calibration_loss, calibration_auroc });
+        curve.push(EpochRecord {
+            epoch: 0,
+            train_loss,
+            calibration_loss: held_out.loss,
+            calibration_auroc: held_out.score,
+            calibration_accuracy: held_out.accuracy,
+        });
     }
 
     let plan = LoopPlan {
@@ -613,8 +619,15 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
         };
         let epoch_losses = &losses[losses.len() - self.steps_per_epoch..];
         let train_loss = epoch_losses.iter().sum::<f64>() / self.steps_per_epoch as f64;
-        let (calibration_loss, calibration_auroc) = m.evaluate(model, self.loss, self.device)?;
-        self.curve.push(EpochRecord { epoch: epoch + 1, train_loss, calibration_loss, calibration_auroc });
+        let held_out = m.evaluate(model, self.loss, self.device)?;
+        let calibration_loss = held_out.loss;
+        self.curve.push(EpochRecord {
+            epoch: epoch + 1,
+            train_loss,
+            calibration_loss,
+            calibration_auroc: held_out.score,
+            calibration_accuracy: held_out.accuracy,
+        });
         let Some(s) = self.stopping.as_mut() else {
             return Ok(false);
         };
@@ -634,6 +647,7 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             train_loss: e.train_loss,
             held_out_loss: e.calibration_loss,
             held_out_auroc: e.calibration_auroc,
+            held_out_accuracy: e.calibration_accuracy,
         })
     }
 

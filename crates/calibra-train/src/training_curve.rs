@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::losses::{Loss, finite_value};
-use crate::trainer::{Classifier, TrainSet, TrainerError};
+use crate::trainer::{Classifier, TrainSet, TrainTargets, TrainerError};
 
 /// One point of a training curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +23,51 @@ pub struct EpochRecord {
     pub calibration_loss: f64,
     /// The caller's score of the held-out logits (macro AUROC); `None` where it is undefined.
     pub calibration_auroc: Option<f64>,
+    /// Held-out accuracy ([`accuracy`]); absent from checkpoints written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_accuracy: Option<f64>,
+}
+
+/// What one held-out evaluation measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeldOutEvaluation {
+    pub loss: f64,
+    /// The caller's score (macro AUROC).
+    pub score: Option<f64>,
+    pub accuracy: Option<f64>,
+}
+
+/// Accuracy of row-major logits `[n, K]` against `targets`: single-label, the share of rows whose
+/// largest logit is the true class (the first largest on ties); multilabel, the share of the observed
+/// labels (missing ones left out) whose decision `logit > 0` matches. `None` with nothing to count.
+pub fn accuracy(logits: &[f64], targets: &TrainTargets) -> Option<f64> {
+    match targets {
+        TrainTargets::Classes(labels) => {
+            let k = logits.len().checked_div(labels.len())?;
+            if k == 0 {
+                return None;
+            }
+            let right = logits
+                .chunks_exact(k)
+                .zip(labels)
+                .filter(|(row, label)| {
+                    let best =
+                        row.iter().enumerate().fold(0, |best, (j, &v)| if v > row[best] { j } else { best });
+                    best == **label
+                })
+                .count();
+            Some(right as f64 / labels.len() as f64)
+        }
+        TrainTargets::Multilabel { codes, .. } => {
+            let observed: Vec<(f64, f64)> =
+                logits.iter().zip(codes).filter_map(|(&z, c)| c.map(|c| (z, c))).collect();
+            if observed.is_empty() || logits.len() != codes.len() {
+                return None;
+            }
+            let right = observed.iter().filter(|(z, c)| (*z > 0.0) == (*c > 0.5)).count();
+            Some(right as f64 / observed.len() as f64)
+        }
+    }
 }
 
 /// The score of held-out logits: row-major `[n, K]` in the order of the monitored set's rows.
@@ -46,15 +91,19 @@ impl Monitor<'_> {
         Ok(())
     }
 
-    /// The held-out mean loss and score of `model` (in inference mode, on the plain device).
+    /// The held-out mean loss, score and accuracy of `model` (in inference mode, on the plain device).
     pub(crate) fn evaluate<M: Classifier>(
         &self,
         model: &M,
         loss: &dyn Loss,
         device: &Device,
-    ) -> Result<(f64, Option<f64>), TrainerError> {
+    ) -> Result<HeldOutEvaluation, TrainerError> {
         let (mean, logits) = mean_loss(model, self.data, loss, device, self.batch_size)?;
-        Ok((mean, (self.score)(&logits)))
+        Ok(HeldOutEvaluation {
+            loss: mean,
+            score: (self.score)(&logits),
+            accuracy: accuracy(&logits, &self.data.targets),
+        })
     }
 }
 
@@ -84,4 +133,26 @@ pub(crate) fn mean_loss<M: Classifier>(
         );
     }
     Ok((total / n as f64, logits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_label_accuracy_counts_rows_whose_largest_logit_is_the_label() {
+        let logits = [0.1, 0.9, 0.0, 2.0, -1.0, 0.5, 0.3, 0.3, 0.1];
+        let targets = TrainTargets::Classes(vec![1, 2, 0]);
+        // row 0 → 1 (right), row 1 → 0 (wrong), row 2 → 0 on a tie (first largest: right).
+        assert_eq!(accuracy(&logits, &targets), Some(2.0 / 3.0));
+        assert_eq!(accuracy(&[], &TrainTargets::Classes(vec![])), None);
+    }
+
+    #[test]
+    fn multilabel_accuracy_leaves_missing_labels_out() {
+        let logits = [1.0, -1.0, 0.5, -0.2];
+        let targets =
+            TrainTargets::Multilabel { codes: vec![Some(1.0), Some(1.0), None, Some(0.0)], n_labels: 2 };
+        assert_eq!(accuracy(&logits, &targets), Some(2.0 / 3.0));
+    }
 }

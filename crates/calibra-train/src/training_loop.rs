@@ -28,7 +28,7 @@ pub struct StepReport {
     pub grad_norm: f64,
     pub images: usize,
     /// On the last step of an epoch of a monitored run: that epoch's mean training loss and the
-    /// held-out (calibration-split) loss and macro AUROC after it.
+    /// held-out (calibration-split) loss, macro AUROC and accuracy after it.
     pub epoch_end: Option<EpochSummary>,
 }
 
@@ -39,6 +39,8 @@ pub struct EpochSummary {
     pub held_out_loss: f64,
     /// `None` when the held-out rows hold a single class.
     pub held_out_auroc: Option<f64>,
+    /// Single-label: the share of held-out rows classified right; multilabel: of observed labels.
+    pub held_out_accuracy: Option<f64>,
 }
 
 /// SplitMix64 finaliser of seed ⊕ golden-ratio·x: decorrelates neighbouring steps / epochs.
