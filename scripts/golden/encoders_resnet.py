@@ -31,6 +31,12 @@ and timm 1.0.31 (`save_for_hf`, keys `conv1`, `bn1`, `layer{1..4}.{j}...`, `fc`)
   timm_resnet18       `timm.create_model("resnet18", layers=[1, 1, 1, 1], channels=[8, 16, 24, 32],
                       num_classes=5)`, 32 px
 
+and crates/calibra-models/tests/fixtures/resnet/preprocess/: the image processor of transformers'
+ResNet checkpoints (`microsoft/resnet-50` ships a legacy `ConvNextFeatureExtractor` config: `size` 224,
+`crop_pct` 0.875) at size 32, as preprocessor_config.json in that legacy form, loaded with
+`AutoImageProcessor.from_pretrained` and applied to timm's preprocess fixture image (61x45 PNG):
+golden.safetensors `pixel_values` [1, 3, 32, 32] (shorter side to int(32 / 0.875) = 36, centre crop 32).
+
 Every BatchNorm gets random non-trivial running statistics, affine parameters and
 `num_batches_tracked`, so that eval-mode numerics matter. Deterministic (fixed seeds).
 
@@ -38,15 +44,17 @@ Run: CALIBRA_GOLDEN_VENV=/work/pyenv/peers scripts/golden/venv.sh python scripts
 """
 
 import copy
+import json
 import os
 import shutil
 
 import timm
 import torch
+from PIL import Image
 import torch.nn as nn
 from safetensors.torch import save_file
 from timm.models._hub import save_for_hf
-from transformers import ResNetConfig, ResNetForImageClassification, ResNetModel
+from transformers import AutoImageProcessor, ResNetConfig, ResNetForImageClassification, ResNetModel
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 FIXTURES = os.path.join(ROOT, "crates", "calibra-models", "tests", "fixtures", "resnet")
@@ -160,6 +168,31 @@ def timm_fixture(name, arch, size, seed, train_shape=(4, 48), **kwargs):
     print(name, {k: tuple(v.shape) for k, v in golden.items()})
 
 
+def preprocess_fixture():
+    out = os.path.join(FIXTURES, "preprocess")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    legacy = {
+        "crop_pct": 0.875,
+        "do_normalize": True,
+        "do_resize": True,
+        "feature_extractor_type": "ConvNextFeatureExtractor",
+        "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.229, 0.224, 0.225],
+        "resample": 3,
+        "size": 32,
+    }
+    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
+        json.dump(legacy, f, indent=2)
+        f.write("\n")
+    processor = AutoImageProcessor.from_pretrained(out)
+    image = os.path.join(FIXTURES, "..", "timm", "preprocess", "image.png")
+    with Image.open(image) as im:
+        t = processor(images=im.convert("RGB"), return_tensors="pt")["pixel_values"]
+    save_file({"pixel_values": t.contiguous().float()}, os.path.join(out, "golden.safetensors"))
+    print("preprocess", type(processor).__name__, tuple(t.shape))
+
+
 def main():
     os.makedirs(FIXTURES, exist_ok=True)
     widths = dict(embedding_size=8, hidden_sizes=[8, 16, 24, 32])
@@ -186,6 +219,7 @@ def main():
     )
     timm_fixture("timm_resnet50", "resnet50", 32, 400, layers=[1, 1, 2, 1], channels=[4, 8, 12, 16])
     timm_fixture("timm_resnet18", "resnet18", 32, 500, layers=[1, 1, 1, 1], channels=[8, 16, 24, 32])
+    preprocess_fixture()
 
 
 if __name__ == "__main__":
