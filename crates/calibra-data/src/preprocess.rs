@@ -55,6 +55,9 @@ pub struct PreprocessConfig {
     pub std: [f32; 3],
 }
 
+/// A resize target and a centre crop `(height, width)`.
+type ResizeAndCrop = (Option<ResizeTarget>, Option<(u32, u32)>);
+
 /// `ConvNextImageProcessor`'s `crop_pct` (transformers 5.24; the processor of `microsoft/resnet-50` and
 /// the other converted ConvNeXt / ResNet checkpoints): with `size.shortest_edge` `s < 384` the shorter
 /// side is resized to `int(s / crop_pct)` and the centre `s × s` cut out (offset
@@ -66,7 +69,7 @@ fn convnext_crop_pct(
     pct: &Value,
     resize: Option<ResizeTarget>,
     center_crop: Option<(u32, u32)>,
-) -> Result<(Option<ResizeTarget>, Option<(u32, u32)>), String> {
+) -> Result<ResizeAndCrop, String> {
     let kind = ["image_processor_type", "feature_extractor_type"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str))
