@@ -74,3 +74,53 @@ fn stage_features_from_a_timm_resnet() {
     assert!(stderr.contains("[16, 64] wide") && !stderr.contains("panicked"), "{stderr}");
     assert!(!out.exists());
 }
+
+/// `calibra run`'s frozen regime at several depths on a transformers ResNet: one feature pass per
+/// depth, so every stage's width works, and a logistic probe is fitted at each.
+#[test]
+fn frozen_run_probes_every_stage_of_a_resnet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = copy_checkpoint("hf_bottleneck", tmp.path());
+    let pre = r#"{"size": {"height": 32, "width": 32}, "resample": 2, "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5]}"#;
+    std::fs::write(ck.join("preprocessor_config.json"), pre).unwrap();
+    let recipe = tmp.path().join("frozen.toml");
+    std::fs::write(
+        &recipe,
+        format!(
+            r#"name = "frozen-resnet"
+seeds = [0]
+label_fractions = [1.0]
+calibrators = ["none"]
+
+[[encoders]]
+name = "tiny-resnet"
+source = "{}"
+
+[[datasets]]
+name = "derm"
+spec = "synth:derm?n=120&size=32"
+
+[regimes.frozen]
+probes = ["logistic"]
+layers = [0.25, 0.5, 1.0]
+"#,
+            ck.display()
+        ),
+    )
+    .unwrap();
+    let store = tmp.path().join("store");
+    let out = calibra(&["run", recipe.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 3, "{records:?}");
+    // The depth is part of the probe's name (the final depth unsuffixed).
+    let mut probes: Vec<&str> = records.iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    probes.sort();
+    assert_eq!(probes, ["logistic", "logistic@0.25", "logistic@0.5"], "{records:?}");
+    for r in &records {
+        let auroc = r["metrics"]["macro_auroc"].as_f64().expect("AUROC recorded");
+        assert!((0.0..=1.0).contains(&auroc), "{r}");
+    }
+}
