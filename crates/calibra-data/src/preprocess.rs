@@ -55,6 +55,48 @@ pub struct PreprocessConfig {
     pub std: [f32; 3],
 }
 
+/// A resize target and a centre crop `(height, width)`.
+type ResizeAndCrop = (Option<ResizeTarget>, Option<(u32, u32)>);
+
+/// `ConvNextImageProcessor`'s `crop_pct` (transformers 5.24; the processor of `microsoft/resnet-50` and
+/// the other converted ConvNeXt / ResNet checkpoints): with `size.shortest_edge` `s < 384` the shorter
+/// side is resized to `int(s / crop_pct)` and the centre `s × s` cut out (offset
+/// `int((side − s) / 2)`); from 384 up the image is warped to `s × s` without a crop. Without
+/// `do_resize` it does nothing. Other processors read `crop_pct` differently (PoolFormer, LeViT, …)
+/// and are refused naming it, never preprocessed as if it were absent.
+fn convnext_crop_pct(
+    v: &Value,
+    pct: &Value,
+    resize: Option<ResizeTarget>,
+    center_crop: Option<(u32, u32)>,
+) -> Result<ResizeAndCrop, String> {
+    let kind = ["image_processor_type", "feature_extractor_type"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .unwrap_or("an unnamed processor");
+    if !kind.starts_with("ConvNext") {
+        return Err(format!(
+            "`crop_pct` is implemented for ConvNextImageProcessor only; {kind} is not supported"
+        ));
+    }
+    let crop_pct =
+        pct.as_f64().filter(|c| c.is_finite() && *c > 0.0).ok_or("`crop_pct` must be a number > 0")?;
+    match resize {
+        None => Ok((None, center_crop)),
+        Some(ResizeTarget::ShortestEdge(s)) if s < 384 => {
+            let edge = (f64::from(s) / crop_pct) as u32;
+            if edge == 0 || edge > 1 << 16 {
+                return Err(format!("`crop_pct` = {crop_pct} resizes the shorter side to {edge} pixels"));
+            }
+            Ok((Some(ResizeTarget::ShortestEdge(edge)), Some((s, s))))
+        }
+        Some(ResizeTarget::ShortestEdge(s)) => Ok((Some(ResizeTarget::Exact { height: s, width: s }), None)),
+        Some(ResizeTarget::Exact { .. }) => {
+            Err("ConvNextImageProcessor's `crop_pct` needs `size` as an integer or {shortest_edge}".into())
+        }
+    }
+}
+
 impl std::fmt::Debug for PreprocessConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("PreprocessConfig");
@@ -141,6 +183,10 @@ impl PreprocessConfig {
             }
         } else {
             None
+        };
+        let (resize, center_crop) = match v.get("crop_pct").filter(|c| !c.is_null()) {
+            None => (resize, center_crop),
+            Some(pct) => convnext_crop_pct(&v, pct, resize, center_crop)?,
         };
         let rescale_factor = if flag("do_rescale", true) {
             v.get("rescale_factor")
@@ -367,6 +413,69 @@ mod tests {
             }
         }
         Tensor3 { channels: 3, height: ch as usize, width: cw as usize, data }
+    }
+
+    /// The legacy ConvNext config transformers' ResNet checkpoints ship (`size` 32 here, `crop_pct`
+    /// 0.875), applied to timm's 61×45 preprocess fixture image, against
+    /// `AutoImageProcessor.from_pretrained(...)` (scripts/golden/encoders_resnet.py): shorter side to
+    /// int(32 / 0.875) = 36, centre 32×32. Tolerance as for timm's transform (calibra's bicubic is
+    /// not Pillow's / torchvision's bit for bit): every value within 3 levels, mean below half a level;
+    /// ignoring `crop_pct` (resize to 32, no crop) fails it.
+    #[test]
+    fn convnext_crop_pct_matches_transformers() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures");
+        let cfg =
+            PreprocessConfig::from_hf_file(&fixtures.join("resnet/preprocess/preprocessor_config.json"))
+                .unwrap();
+        assert_eq!(cfg.resize, Some(ResizeTarget::ShortestEdge(36)));
+        assert_eq!(cfg.center_crop, Some((32, 32)));
+        let img = image::open(fixtures.join("timm/preprocess/image.png")).unwrap().to_rgb8();
+        let (w, h) = img.dimensions();
+        let image = ImageU8 { width: w, height: h, channels: 3, data: img.into_raw() };
+        let bytes = std::fs::read(fixtures.join("resnet/preprocess/golden.safetensors")).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let t = st.tensor("pixel_values").unwrap();
+        assert_eq!(t.shape(), &[1, 3, 32, 32]);
+        let want: Vec<f32> =
+            t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        // One 8-bit level per channel, in normalised units.
+        let levels = |got: &[f32]| -> (f32, f32) {
+            let d: Vec<f32> = got
+                .iter()
+                .zip(&want)
+                .enumerate()
+                .map(|(i, (a, b))| (a - b).abs() * 255.0 * cfg.std[i / (32 * 32)])
+                .collect();
+            (d.iter().copied().fold(0.0, f32::max), d.iter().sum::<f32>() / d.len() as f32)
+        };
+        let (max, mean) = levels(&cfg.apply(&image).data);
+        println!("ConvNext crop_pct transform: max |diff| {max:.2} levels, mean {mean:.3} levels");
+        assert!(max <= 3.0 + 1e-3 && mean < 0.5, "max {max} levels, mean {mean} levels");
+        let mut ignored = cfg.clone();
+        ignored.resize = Some(ResizeTarget::ShortestEdge(32));
+        let (_, mean_ignored) = levels(&ignored.apply(&image).data);
+        assert!(mean_ignored > 0.5, "crop_pct must matter on this image: {mean_ignored}");
+    }
+
+    /// `microsoft/resnet-50`'s processor (ConvNextFeatureExtractor, size 224, crop_pct 0.875):
+    /// shorter side to int(224 / 0.875) = 256, then the centre 224 × 224; from 384 up a warp; other
+    /// processors' `crop_pct` is refused by name.
+    #[test]
+    fn convnext_crop_pct_resizes_then_crops() {
+        let base =
+            r#""feature_extractor_type": "ConvNextFeatureExtractor", "crop_pct": 0.875, "resample": 3"#;
+        let c = PreprocessConfig::from_hf_json(&format!(r#"{{{base}, "size": 224}}"#)).unwrap();
+        assert_eq!(c.resize, Some(ResizeTarget::ShortestEdge(256)));
+        assert_eq!(c.center_crop, Some((224, 224)));
+        let c = PreprocessConfig::from_hf_json(&format!(r#"{{{base}, "size": {{"shortest_edge": 384}}}}"#))
+            .unwrap();
+        assert_eq!(c.resize, Some(ResizeTarget::Exact { height: 384, width: 384 }));
+        assert_eq!(c.center_crop, None);
+        let err = PreprocessConfig::from_hf_json(
+            r#"{"image_processor_type": "PoolFormerImageProcessor", "crop_pct": 0.9, "size": 224}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("crop_pct") && err.contains("PoolFormerImageProcessor"), "{err}");
     }
 
     #[test]

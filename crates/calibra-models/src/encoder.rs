@@ -18,6 +18,7 @@ use crate::hf::load::check_fits_file;
 use crate::hf::{
     HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint, save_safetensors,
 };
+use crate::resnet::{ResNet, is_timm_resnet};
 use crate::siglip::{SiglipVisionTransformer, siglip_vision_keymap};
 use crate::timm::{TimmVit, is_timm_config, timm_vit_key_map};
 use crate::vit::{Vit, VitConfig, vit_key_map};
@@ -39,6 +40,11 @@ pub enum EncoderModel {
     /// A timm `VisionTransformer` (`config.json` with `architecture` and no `model_type`; see
     /// [`crate::timm`]).
     TimmVit(TimmVit),
+    /// A ResNet: `model_type` `resnet` (transformers `ResNetModel` / `ResNetForImageClassification`)
+    /// or a timm `resnet18` / `34` / `50` / `101` / `152` (see [`crate::resnet`]). A CNN: its
+    /// "layers" are its stages and its token sequences are feature maps read position by position
+    /// (see [`ResNet::forward`]).
+    ResNet(ResNet),
 }
 
 /// Model types [`Encoder::load`] understands.
@@ -52,6 +58,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "clip_vision_model",
     "siglip",
     "siglip_vision_model",
+    "resnet",
 ];
 
 /// A loaded encoder with its Hugging Face configuration. A burn module (the configuration is carried
@@ -77,6 +84,10 @@ impl Encoder {
     pub fn load_dir(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         let config = read_config(&dir.join("config.json"))?;
         let weights = dir.join("model.safetensors");
+        if is_timm_resnet(&config) {
+            let model = EncoderModel::ResNet(ResNet::load(&config, &weights, device)?.0);
+            return Ok(Self { model, config });
+        }
         if is_timm_config(&config) {
             let model = EncoderModel::TimmVit(TimmVit::load(&config, &weights, device)?.0);
             return Ok(Self { model, config });
@@ -110,6 +121,7 @@ impl Encoder {
             "siglip" | "siglip_vision_model" => {
                 EncoderModel::SiglipVision(SiglipVisionTransformer::load_with(&config, &weights, device)?.0)
             }
+            "resnet" => EncoderModel::ResNet(ResNet::load(&config, &weights, device)?.0),
             other => {
                 return Err(ModelError::UnsupportedModelType {
                     path: config.path.clone(),
@@ -132,11 +144,15 @@ impl Encoder {
                 siglip_vision_keymap().expect("static SigLIP key table compiles")
             }
             EncoderModel::TimmVit(_) => timm_vit_key_map(),
+            EncoderModel::ResNet(m) => m.key_map(),
         }
     }
 
     /// Writes `dir/config.json` (the loaded config, unchanged) and `dir/model.safetensors` in
-    /// the Hugging Face layout (names as `save_pretrained` writes them). Creates `dir`.
+    /// the Hugging Face layout (names as `save_pretrained` writes them). Creates `dir`. A ResNet is
+    /// written in the layout it was loaded from (transformers or timm names), BatchNorm running
+    /// statistics and `num_batches_tracked` included; a classifier (`classifier.1`, timm `fc`) is not
+    /// written.
     pub fn save_pretrained(&self, dir: &Path) -> Result<(), ModelError> {
         std::fs::create_dir_all(dir).map_err(|source| ModelError::Io { path: dir.into(), source })?;
         let cfg_path = dir.join("config.json");
@@ -165,6 +181,7 @@ impl Encoder {
                     self.config.str_or("architecture", "timm")?
                 ),
             }),
+            EncoderModel::ResNet(m) => m.save(&weights),
         }
     }
 
@@ -178,10 +195,11 @@ impl Encoder {
             EncoderModel::ClipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
             EncoderModel::SiglipVision(m) => Ok(tower_output(m.forward_full(images, collect_hidden)?)),
             EncoderModel::TimmVit(m) => m.forward(images, collect_hidden),
+            EncoderModel::ResNet(m) => m.forward(images, collect_hidden),
         }
     }
 
-    /// Number of transformer blocks.
+    /// Number of transformer blocks (for a ResNet: of stages, 4 for ResNet-50).
     pub fn num_layers(&self) -> usize {
         // family dispatch
         match &self.model {
@@ -190,12 +208,15 @@ impl Encoder {
             EncoderModel::ClipVision(m) => m.n_layers(),
             EncoderModel::SiglipVision(m) => m.n_layers(),
             EncoderModel::TimmVit(m) => m.blocks.len(),
+            EncoderModel::ResNet(m) => m.stages.len(),
         }
     }
 
     /// The feature a linear probe uses, `[b, d]`: the CLS token after the final LayerNorm
     /// (HF DINOv2 `pooler_output`; for ViT/DeiT the CLS state, *not* the tanh pooler, which is
-    /// not trained by most pre-training recipes).
+    /// not trained by most pre-training recipes). For a ResNet: the global average of the last
+    /// stage (transformers `pooler_output` flattened, `[b, 2048]` for ResNet-50; timm's pre-logits
+    /// feature).
     pub fn embed(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         Ok(self.forward(images, false)?.cls)
     }
@@ -211,7 +232,9 @@ impl Encoder {
     /// - CLIP vision: the mean of the patch tokens (CLS left out) of the last block's output, *before*
     ///   `post_layernorm` (CLIPVisionModel's `last_hidden_state`);
     /// - SigLIP vision: the mean of every token of `post_layernorm(last block output)`; the
-    ///   attention-pooling head (`vision_use_head`) is not used.
+    ///   attention-pooling head (`vision_use_head`) is not used;
+    /// - ResNet: the pooled feature of [`Self::embed`] (ResNetForImageClassification's classifier is
+    ///   `Flatten` + `Linear` on `pooler_output`; timm's `fc` reads the same pre-logits feature).
     ///
     /// Frozen probes keep [`Self::embed`]; this is the fine-tuning classifier's input.
     pub fn classification_feature(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
@@ -237,6 +260,7 @@ impl Encoder {
                 mean_tokens(last, 0, n)
             }
             EncoderModel::TimmVit(m) => Ok(m.forward(images, false)?.cls),
+            EncoderModel::ResNet(m) => Ok(m.forward_maps(images, false)?.pooled),
         }
     }
 
@@ -249,6 +273,7 @@ impl Encoder {
             EncoderModel::ClipVision(m) => m.post_layernorm.gamma.dims()[0],
             EncoderModel::SiglipVision(m) => m.post_layernorm.gamma.dims()[0],
             EncoderModel::TimmVit(m) => m.embed_dim(),
+            EncoderModel::ResNet(m) => m.feature_dim(),
         }
     }
 
@@ -269,11 +294,17 @@ impl Encoder {
             EncoderModel::TimmVit(_) => {
                 "timm's pre-logits feature, forward_head(forward_features(x), pre_logits=True)"
             }
+            EncoderModel::ResNet(_) => {
+                "the global average pool of the last stage (ResNetForImageClassification's pooler_output; \
+                 timm's pre-logits feature)"
+            }
         }
     }
 
     /// HF `hidden_states`: embedding output then every block output (before the final
-    /// LayerNorm), `num_layers + 1` tensors `[b, tokens, d]`.
+    /// LayerNorm), `num_layers + 1` tensors `[b, tokens, d]`. For a ResNet: the stem output (after
+    /// the max-pool) then every stage's output, each feature map `[b, C, h, w]` as the sequence of its
+    /// positions `[b, h·w, C]`.
     pub fn hidden_states(&self, images: Tensor<4>) -> Result<Vec<Tensor<3>>, ModelError> {
         Ok(self.forward(images, true)?.hidden_states)
     }
@@ -291,6 +322,10 @@ impl Encoder {
     /// Probe features at several depths, `[b, d]` each: the CLS token of the output of block
     /// [`Self::layer_for_fraction`]`(f)` with the final LayerNorm applied (as DINOv2's
     /// `get_intermediate_layers(norm=True)`), so that depth 1.0 equals [`Self::embed`].
+    ///
+    /// ResNet: feature depth at stage outputs. Depth `f` picks stage `round(f · stages)` (0.25 / 0.5 /
+    /// 0.75 / 1.0 of ResNet-50's 4 stages → stages 1 / 2 / 3 / 4), pooled by global average pooling
+    /// into `[b, C_s]` (256 / 512 / 1024 / 2048 wide for ResNet-50): the widths differ by depth.
     pub fn embed_at_depths(
         &self,
         images: Tensor<4>,
@@ -306,6 +341,11 @@ impl Encoder {
             EncoderModel::SiglipVision(m) => m.pool_hidden(h),
             // timm: `norm`, `global_pool`, `fc_norm` on the block output.
             EncoderModel::TimmVit(m) => m.feature_from_hidden(h),
+            // ResNet: the global average pool of a stage's feature map (its positions' mean).
+            EncoderModel::ResNet(_) => {
+                let [b, _, c] = h.dims();
+                h.mean_dim(1).reshape([b, c])
+            }
         };
         Ok(fractions.iter().map(|&f| pool(hidden[self.layer_for_fraction(f)].clone())).collect())
     }

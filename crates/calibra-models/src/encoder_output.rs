@@ -1,6 +1,10 @@
 //! What one forward pass of a vision encoder returns ([`EncoderOutput`]): shared by the family
 //! modules ([`crate::vit`], [`crate::dinov2`]) that produce it and [`crate::encoder`], which
 //! dispatches to them, so that neither side depends on the other for it.
+//!
+//! A CNN ([`crate::resnet`]) fills it with feature maps read as token sequences: a map `[b, C, h, w]`
+//! is the sequence `[b, h·w, C]` of its positions, `cls` is the pooled feature, and `hidden_states`
+//! are the stem output then each stage's output.
 
 use burn::prelude::*;
 

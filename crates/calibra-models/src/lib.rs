@@ -1,5 +1,5 @@
 //! calibra-models: burn modules for the encoders calibra adapts and probes (ViT/DeiT, DINOv2, CLIP
-//! vision and text towers, SigLIP vision), the CLIP tokenizer, and Hugging Face checkpoint IO.
+//! vision and text towers, SigLIP vision, ResNet), the CLIP tokenizer, and Hugging Face checkpoint IO.
 //!
 //! Must not depend on the evaluator side (metrics, calibrate, crs, report) nor on calibra-data.
 #![forbid(unsafe_code)]
@@ -18,6 +18,7 @@ pub mod vit;
 pub mod lora;
 
 pub mod clip;
+pub mod resnet;
 pub mod siglip;
 pub mod timm;
 pub mod tokenizer;

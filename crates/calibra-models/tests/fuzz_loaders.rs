@@ -19,7 +19,8 @@ fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
 }
 
-const FAMILIES: [&str; 5] = ["vit", "deit", "dinov2", "clip", "siglip"];
+const FAMILIES: [&str; 7] =
+    ["vit", "deit", "dinov2", "clip", "siglip", "resnet/hf_bottleneck", "resnet/timm_resnet50"];
 
 /// Loads the checkpoint directory `dir` as `family` would be used (CLIP: the joint model, else the
 /// image encoder) and, when it loads, runs one forward pass. Returns whether it loaded.

@@ -193,9 +193,10 @@ pub fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `config.json` `model_type`s LoRA can be injected into (every family calibra-models' `Encoder` loads:
-/// ViT/DeiT, ViT-MAE, DINOv2 with and without registers, CLIP and SigLIP vision towers; checked up front by
-/// [`crate::encoder_check`]).
+/// `config.json` `model_type`s LoRA can be injected into (ViT/DeiT, ViT-MAE, DINOv2 with and without
+/// registers, CLIP and SigLIP vision towers; checked up front by [`crate::encoder_check`]). Not
+/// `resnet`, which calibra-models loads but whose convolutions have no LoRA here (PEFT's Conv2d LoRA is
+/// not implemented): fine-tune it with the `full` regime.
 pub const LORA_MODEL_TYPES: &[&str] = &[
     "vit",
     "deit",

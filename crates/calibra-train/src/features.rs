@@ -221,6 +221,16 @@ impl PreparedPass {
             let images = image_batch(&self.dataset, chunk, &self.preprocess, self.request.condition)?
                 .to_tensor(device);
             let outputs = encoder.embed_at_depths(images, &self.request.layers)?;
+            let widths: Vec<usize> = outputs.iter().map(|o| o.dims()[1]).collect();
+            if widths.iter().any(|&w| w != widths[0]) {
+                // One file holds one width `d`; a CNN's stages (ResNet) differ in width.
+                return Err(FeatureError::Invalid(format!(
+                    "the encoder's features at depths {:?} are {widths:?} wide (a CNN's stage outputs \
+                     differ in width) and one feature file holds one width: extract each depth on its \
+                     own (`--layers` with one fraction; `calibra run` does one depth per pass)",
+                    self.request.layers
+                )));
+            }
             for ((fraction, rows), out) in layers.iter_mut().zip(outputs) {
                 dim = out.dims()[1];
                 let data = out.into_data();

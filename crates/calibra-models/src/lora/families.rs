@@ -111,6 +111,19 @@ fn timm_lora_refused(encoder: &Encoder) -> LoraError {
     }
 }
 
+/// LoRA on a ResNet is refused: its layers are convolutions, and PEFT's LoRA for `nn.Conv2d` (a
+/// `lora_A` convolution of the original kernel size and stride, a 1x1 `lora_B`) is not implemented
+/// here; only LoRA on Linear layers is.
+fn resnet_lora_refused() -> LoraError {
+    LoraError::Config {
+        field: "target_modules".into(),
+        why: "LoRA on a ResNet is not implemented: its layers are convolutions and PEFT's Conv2d LoRA \
+              is not implemented here (only Linear layers); fine-tune it with the `full` regime, or use \
+              the frozen encoder (features / probes)"
+            .into(),
+    }
+}
+
 fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
     Ok(match &encoder.model {
         EncoderModel::Vit(_) => {
@@ -129,6 +142,7 @@ fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
             BlockNames { layers: "vision_model.encoder.layers".into(), attn: "self_attn", out: "out_proj" }
         }
         EncoderModel::TimmVit(_) => return Err(timm_lora_refused(encoder)),
+        EncoderModel::ResNet(_) => return Err(resnet_lora_refused()),
     })
 }
 
@@ -148,8 +162,8 @@ impl LoraModel for Encoder {
                     out.push(("vision_model.head.mlp.fc2".into(), &mut head.mlp.fc2));
                 }
             }
-            // encoder_block_names above has refused a timm encoder already.
-            EncoderModel::TimmVit(_) => {}
+            // encoder_block_names above has refused a timm encoder and a ResNet already.
+            EncoderModel::TimmVit(_) | EncoderModel::ResNet(_) => {}
         }
         Ok(out)
     }
@@ -202,6 +216,7 @@ impl LoraModel for Encoder {
                 }
             }
             EncoderModel::TimmVit(_) => return Err(timm_lora_refused(self)),
+            EncoderModel::ResNet(_) => return Err(resnet_lora_refused()),
         })
     }
 }

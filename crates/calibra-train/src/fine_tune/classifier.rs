@@ -81,7 +81,10 @@ impl EncoderClassifier {
         let wrapped = match adaptation {
             Adaptation::Full => Vec::new(),
             Adaptation::Head => {
-                encoder = encoder.no_grad();
+                // `freeze`, not only `no_grad`: it also clears the training flags, so that a frozen
+                // ResNet's BatchNorm runs on its running statistics (and leaves them unchanged) on
+                // the autodiff device; for the transformer families (no flags) it is `no_grad`.
+                encoder = encoder.freeze();
                 Vec::new()
             }
             Adaptation::Lora(config) => {

@@ -214,9 +214,12 @@ pub fn fine_tune(
     let autodiff = device.clone().autodiff();
     let encoder = Encoder::load_dir(request.checkpoint, &autodiff)?;
     // One image through the encoder: the classifier's input size, and an up-front error if the
-    // preprocessed size does not suit it (rather than a panic inside the training loop).
+    // preprocessed size does not suit it (rather than a panic inside the training loop). In inference
+    // mode, so that a BatchNorm (ResNet) neither normalises one image by its own statistics nor moves
+    // its running statistics before training starts.
     let first = ImageBatch { shape: data.image_shape, pixels: data.pixels(&[0])? };
-    let dim = encoder.classification_feature(first.to_tensor(&autodiff)).map_err(|e| {
+    let plain = device.clone().without_autodiff();
+    let dim = encoder.valid().classification_feature(first.to_tensor(&plain)).map_err(|e| {
         FineTuneError::Invalid(format!(
             "{}: the encoder cannot take the preprocessed images ({:?}): {e}",
             request.checkpoint.display(),
