@@ -201,7 +201,7 @@ impl TrainSet {
         let size: usize = self.image_shape.iter().product();
         let held = match &self.images {
             TrainImages::InMemory(pixels) => Some(pixels.len()),
-            TrainImages::Streamed(_) => None,
+            TrainImages::Streamed(..) => None,
         };
         if size == 0 || held.is_some_and(|n| n != self.len() * size) {
             return Err(TrainerError::Config(format!(
@@ -563,6 +563,11 @@ struct ImageSteps<'a, 'm, M> {
 impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
     type Model = M;
     type Error = TrainerError;
+
+    /// A streamed training set starts reading the next step's images (see [`TrainImages::prefetch`]).
+    fn upcoming(&mut self, rows: &[usize]) {
+        self.data.images.prefetch(rows);
+    }
 
     /// burn's random stream (dropout) is re-seeded from `(seed, step)` before the forward pass (and
     /// from `(seed, step, m)` before micro-batch `m` ≥ 1 under gradient accumulation).

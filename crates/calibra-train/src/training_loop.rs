@@ -108,6 +108,10 @@ pub(crate) trait TrainingSteps {
     type Model;
     type Error;
 
+    /// The rows of the step after the one about to run (not called before the last), so that a
+    /// trainer can start reading them while the step computes.
+    fn upcoming(&mut self, _rows: &[usize]) {}
+
     /// One optimiser step on `batch`: the updated model and what the step did.
     fn step(&mut self, model: Self::Model, batch: &Batch<'_>) -> Result<(Self::Model, Stepped), Self::Error>;
 
@@ -162,6 +166,7 @@ pub(crate) fn run<S: TrainingSteps>(
     let mut model = model;
     let mut order: Vec<usize> = Vec::new();
     let mut order_epoch = usize::MAX;
+    let end_step = steps.end;
     for step in steps {
         let epoch = step / steps_per_epoch;
         if epoch != order_epoch {
@@ -171,6 +176,16 @@ pub(crate) fn run<S: TrainingSteps>(
         let within = step % steps_per_epoch;
         let end = ((within + 1) * batch_size).min(n);
         let indices = &order[within * batch_size..end];
+        if step + 1 < end_step {
+            let (next_epoch, next_within) = ((step + 1) / steps_per_epoch, (step + 1) % steps_per_epoch);
+            let next_end = ((next_within + 1) * batch_size).min(n);
+            if next_epoch == epoch {
+                trainer.upcoming(&order[next_within * batch_size..next_end]);
+            } else {
+                let next_order = epoch_order(n, plan.order_seed, next_epoch);
+                trainer.upcoming(&next_order[next_within * batch_size..next_end]);
+            }
+        }
         let stepped;
         (model, stepped) = trainer.step(model, &Batch { step, epoch, total_steps, indices })?;
         let done = step + 1;

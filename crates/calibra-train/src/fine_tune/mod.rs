@@ -27,7 +27,7 @@ pub use classifier::{Adaptation, EncoderClassifier};
 
 use crate::features::{FeatureCondition, FeatureError, ImageBatch, image_batch};
 use crate::losses::Loss;
-use crate::train_images::TrainImages;
+use crate::train_images::{ReadAhead, TrainImages};
 use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train_monitored};
 use crate::training_curve::{EpochRecord, HeldOutScore, Monitor};
 
@@ -188,7 +188,7 @@ pub fn train_set_within(
         (batch.shape, TrainImages::InMemory(batch.pixels))
     } else {
         let source = streamed_rows::DatasetRows::new(dataset, rows, preprocess, first.shape);
-        (first.shape, TrainImages::Streamed(Arc::new(source)))
+        (first.shape, TrainImages::Streamed(Arc::new(source), ReadAhead::default()))
     };
     let k = dataset.labels.len();
     let targets = match dataset.row_targets(rows).map_err(|e| FineTuneError::Invalid(e.to_string()))? {
