@@ -305,6 +305,25 @@ mod tests {
         assert!(problems(&text, &cache).is_empty());
     }
 
+    /// A native OpenCLIP directory (open_clip_config.json, no config.json) can run zero-shot and CoOp,
+    /// not LoRA.
+    #[test]
+    fn an_open_clip_directory_is_a_clip_model_without_lora() {
+        let dir = tempfile::tempdir().unwrap();
+        let oc = dir.path().join("oc");
+        std::fs::create_dir_all(&oc).unwrap();
+        std::fs::write(oc.join("open_clip_config.json"), r#"{"model_cfg": {}}"#).unwrap();
+        assert_eq!(model_type(&oc).unwrap(), names::OPEN_CLIP_MODEL_TYPE);
+        let encoders = format!("[[encoders]]\nsource = \"{}\"\n", oc.display());
+        let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
+        let found = problems(&recipe(&encoders, &format!("{LORA}{zs}")), &dir.path().join("hub"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("regimes.lora") && found[0].contains("model_type `open_clip`"),
+            "{found:?}"
+        );
+    }
+
     #[test]
     fn a_directory_without_config_and_a_file_are_named() {
         let dir = tempfile::tempdir().unwrap();
