@@ -1,8 +1,8 @@
 //! A native OpenCLIP checkpoint directory (`open_clip_config.json` + `open_clip_model.safetensors`,
 //! no tokenizer or preprocessor files: the tiny `gelu` fixture of calibra-models, written by
 //! scripts/golden/encoders_open_clip.py) works wherever a CLIP directory works: `calibra features`
-//! (the vision tower as a frozen encoder), `calibra zero-shot` and `calibra train --regime coop`;
-//! `--regime lora` is refused up front.
+//! (the vision tower as a frozen encoder), `calibra zero-shot` and `calibra train --regime coop`
+//! (CoOp, KgCoOp, ProGrad); `--regime lora` is refused up front.
 
 mod common;
 
@@ -83,7 +83,7 @@ fn features_from_an_open_clip_vision_tower() {
 }
 
 #[test]
-fn coop_trains_on_an_open_clip_directory_and_lora_is_refused() {
+fn coop_methods_train_on_an_open_clip_directory_and_lora_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
     let store = tmp.path().join("store");
@@ -97,6 +97,16 @@ fn coop_trains_on_an_open_clip_directory_and_lora_is_refused() {
     let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(!records.is_empty());
     assert!(records.iter().all(|r| r["regime"] == "coop"), "{text}");
+
+    for method in ["kgcoop", "prograd"] {
+        let method_store = tmp.path().join(method);
+        let mut args = base.to_vec();
+        args.extend(["--regime", "coop", "--method", method, "--n-ctx", "4", "--epochs", "1", "--out"]);
+        args.push(method_store.to_str().unwrap());
+        let run = calibra(&args);
+        assert!(run.status.success(), "{method}: {}", String::from_utf8_lossy(&run.stderr));
+        assert!(method_store.join("runs.jsonl").is_file(), "{method}");
+    }
 
     let lora_store = tmp.path().join("lora");
     let mut args = base.to_vec();
