@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use calibra_models::clip::open_clip::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS, load_open_clip};
-use calibra_models::clip::{ClipModel, l2_normalize};
+use calibra_models::clip::{ClipModel, ClipVisionTransformer, l2_normalize};
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::lora::{LoraConfig, apply_lora};
 use calibra_models::tokenizer::ClipTokenizer;
@@ -114,6 +114,14 @@ fn the_vision_tower_loads_as_a_clip_encoder() {
     );
     assert!(encoder.save_pretrained(&std::env::temp_dir().join("calibra-never-written-oc")).is_err());
     assert!(resolve_checkpoint(dir.to_str().unwrap()).unwrap().is_open_clip());
+    let (tower, config) = ClipVisionTransformer::load(dir.to_str().unwrap(), &device).unwrap();
+    assert_eq!(config.n_layers, 2);
+    let pooled = tower.forward(tensor4(&g["images"], &device)).unwrap().pooled;
+    max_diff(
+        "gelu vision tower alone → visual.proj",
+        model.visual_projection.forward(pooled),
+        &g["image_features"],
+    );
 }
 
 /// LoRA on an OpenCLIP encoder is refused, naming PEFT's OpenCLIP module names.

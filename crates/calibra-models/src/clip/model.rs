@@ -219,9 +219,14 @@ impl ClipModel {
 
 impl ClipVisionTransformer {
     /// Loads the vision tower alone from a `CLIPModel` (`model_type` `clip`: `vision_config`),
-    /// `CLIPVisionModel` or `CLIPVisionModelWithProjection` (`clip_vision_model`) checkpoint.
+    /// `CLIPVisionModel` or `CLIPVisionModelWithProjection` (`clip_vision_model`) checkpoint, or a
+    /// native OpenCLIP one.
     pub fn load(spec: &str, device: &Device) -> Result<(Self, ClipVisionConfig), ModelError> {
         let ckpt = resolve_checkpoint(spec)?;
+        if ckpt.is_open_clip() {
+            let (tower, config, _) = super::open_clip::load_open_clip_vision(&ckpt.dir, device)?;
+            return Ok((tower, config.clip.vision));
+        }
         Self::load_with(&read_config(&ckpt.config_path())?, &ckpt.weights_path(), device)
     }
 

@@ -275,6 +275,9 @@ pub fn clean_lower(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    //! Expected strings are Python 3.11's `html.unescape`, ftfy 6.3.1's `fix_text` /
+    //! `fixes.unescape_html` and open_clip's `_clean_lower` on the same inputs (checked in the golden
+    //! venv), except the one marked as a gap.
     use super::*;
 
     #[test]
@@ -282,7 +285,9 @@ mod tests {
         assert_eq!(unescape("a &amp; b &lt;3 &#39;s &#x41; &amp", true), "a & b <3 's A &");
         assert_eq!(unescape("&ampere &apos &apos;", true), "&ere &apos '");
         assert_eq!(unescape("&#128; &#0; &#xD800; &#1;x", true), "\u{20ac} \u{fffd} \u{fffd} x");
-        assert_eq!(unescape("&eacute; & &#;", true), "&eacute; & &#;");
+        assert_eq!(unescape("& &#;", true), "& &#;");
+        // A documented gap: Python decodes `&eacute;` to `é`; calibra leaves it as is.
+        assert_eq!(unescape("&eacute;", true), "&eacute;");
         // ftfy's own step only takes references closed by a semicolon.
         assert_eq!(unescape("&amp &amp;", false), "&amp &");
     }

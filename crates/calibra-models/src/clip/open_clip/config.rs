@@ -30,7 +30,7 @@
 //! `scale_heads`, `scale_attn_inner`, `scale_attn`, `scale_fc`), `act_kwargs`, `norm_kwargs` other
 //! than `eps`, tokenizer options other than `clean: "lower"`, and any key open_clip does not know.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::clip::{ClipConfig, ClipTextConfig, ClipVisionConfig, EotPooling};
 use crate::error::ModelError;
@@ -418,11 +418,6 @@ impl OpenClipConfig {
             context_length,
         })
     }
-}
-
-/// The `model_cfg` object of a parsed `open_clip_config.json` (empty when absent).
-pub fn model_cfg(json: &Value) -> Map<String, Value> {
-    json.get("model_cfg").and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
 #[cfg(test)]
