@@ -46,6 +46,7 @@ pub mod image_source;
 pub mod inspect;
 pub mod label_space;
 pub mod metadata;
+pub mod open_clip_preprocess;
 pub mod perturb;
 pub mod perturb_gallery;
 pub mod pixels;

@@ -34,7 +34,7 @@ pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> R
     }
     let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
     let (model, _) = ClipModel::load_checkpoint(&checkpoint, &executor.device)?;
-    let tokenizer = ClipTokenizer::from_dir(&checkpoint.dir)
+    let tokenizer = ClipTokenizer::for_checkpoint(&checkpoint.dir)
         .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
     Ok(ClipParts { model, tokenizer, dataset })
 }

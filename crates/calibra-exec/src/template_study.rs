@@ -249,7 +249,8 @@ pub fn run_template_study(
     let (model, _) = ClipModel::load(spec, &device)
         .map_err(|e| format!("{}: cannot load a CLIP model: {e}", checkpoint.display()))?;
     let tok_dir = options.tokenizer.clone().unwrap_or_else(|| checkpoint.clone());
-    let tokenizer = ClipTokenizer::from_dir(&tok_dir).map_err(|e| {
+    // The checkpoint's own tokenizer: its files, or open_clip's SimpleTokenizer for OpenCLIP.
+    let tokenizer = ClipTokenizer::for_checkpoint(&tok_dir).map_err(|e| {
         format!("{}: cannot load the CLIP tokenizer (use --tokenizer DIR): {e}", tok_dir.display())
     })?;
 

@@ -44,15 +44,21 @@ fn template_of(fit: &FitSpec) -> Result<(&str, String), String> {
 }
 
 /// Accepts a zero-shot fit whose template resolves, whose encoder is a CLIP checkpoint
-/// (`config.json` `model_type` `clip`) and whose dataset is single-label.
+/// (`config.json` `model_type` `clip`, or a native OpenCLIP `open_clip_config.json`) and whose
+/// dataset is single-label.
 pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), String> {
     template_of(fit)?;
     let c = &fit.config;
     let checkpoint =
         resolve_checkpoint(&c.encoder.spec).map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?;
-    let model_type = read_config(&checkpoint.config_path())
-        .and_then(|cfg| cfg.model_type())
-        .map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?;
+    // A native OpenCLIP checkpoint has both towers (ClipModel::load_checkpoint converts it).
+    let model_type = if checkpoint.is_open_clip() {
+        "clip".to_string()
+    } else {
+        read_config(&checkpoint.config_path())
+            .and_then(|cfg| cfg.model_type())
+            .map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?
+    };
     if model_type != "clip" {
         return Err(format!(
             "zero-shot needs a CLIP checkpoint (image and text towers, config.json model_type `clip`); \

@@ -80,8 +80,15 @@ impl Encoder {
         Self::load_dir(&ck.dir, device)
     }
 
-    /// Loads `dir/config.json` + `dir/model.safetensors`, dispatching on `model_type`.
+    /// Loads `dir/config.json` + `dir/model.safetensors`, dispatching on `model_type`; a native
+    /// OpenCLIP directory (`open_clip_config.json`, no `config.json`) loads its vision tower as
+    /// [`EncoderModel::ClipVision`], with the OpenCLIP file as `config` (see
+    /// [`crate::clip::open_clip`]).
     pub fn load_dir(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+        if crate::clip::open_clip::is_open_clip_dir(dir) {
+            let (tower, _, config) = crate::clip::open_clip::load_open_clip_vision(dir, device)?;
+            return Ok(Self { model: EncoderModel::ClipVision(tower), config });
+        }
         let config = read_config(&dir.join("config.json"))?;
         let weights = dir.join("model.safetensors");
         if is_timm_resnet(&config) {
@@ -133,6 +140,13 @@ impl Encoder {
         Ok(Self { model, config })
     }
 
+    /// Whether this encoder was loaded from a native OpenCLIP checkpoint (its `config` is an
+    /// `open_clip_config.json`): its tensors carry OpenCLIP names in the file, not the Hugging Face
+    /// names of [`Self::key_map`].
+    pub fn is_open_clip(&self) -> bool {
+        crate::clip::open_clip::is_open_clip_config(&self.config)
+    }
+
     /// The family's key table.
     pub fn key_map(&self) -> KeyMap {
         // family dispatch
@@ -165,6 +179,12 @@ impl Encoder {
             EncoderModel::Dinov2(m) => save_safetensors(m, &weights, &self.key_map()),
             // A joint CLIP/SigLIP config.json would describe both towers while only the vision
             // weights are written; refuse rather than write a checkpoint that does not reload.
+            EncoderModel::ClipVision(_) if self.is_open_clip() => Err(ModelError::UnsupportedConfig {
+                path: self.config.path.clone(),
+                message: "saving an OpenCLIP vision tower alone is not implemented (its config describes \
+                          both towers); the loaded checkpoint is unchanged and can be reused as is"
+                    .into(),
+            }),
             EncoderModel::ClipVision(_) | EncoderModel::SiglipVision(_) => {
                 Err(ModelError::UnsupportedModelType {
                     path: self.config.path.clone(),

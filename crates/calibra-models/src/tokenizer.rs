@@ -16,6 +16,14 @@
 //!    keeps its first `context_length − 2` ids; padding appends the pad id (CLIP: `<|endoftext|>`).
 //!
 //! Loads from a `tokenizer.json` (Hugging Face) or from CLIP's original `vocab.json` + `merges.txt`.
+//!
+//! [`ClipTokenizer::open_clip`] builds open_clip's `SimpleTokenizer` instead (OpenCLIP checkpoints),
+//! which differs in its text cleaning ([`open_clip_clean`]), its special tokens
+//! (`<start_of_text>` / `<end_of_text>`, matched in the cleaned text by the splitting pattern itself),
+//! and its padding (id 0); see [`open_clip`].
+
+pub mod open_clip;
+pub mod open_clip_clean;
 
 use std::collections::HashMap;
 use std::fs;
@@ -98,6 +106,9 @@ pub struct ClipTokenizer {
     pad_id: u32,
     unk_id: Option<u32>,
     context_length: usize,
+    /// open_clip's `SimpleTokenizer` mode: its splitting pattern (special tokens first); `None` for
+    /// the Hugging Face pipeline.
+    open_clip_pattern: Option<Regex>,
 }
 
 /// GPT-2's reversible byte → printable-unicode map (`bytes_to_unicode`).
@@ -380,6 +391,7 @@ impl ClipTokenizer {
             pad_id,
             unk_id,
             context_length,
+            open_clip_pattern: None,
         })
     }
 
@@ -428,9 +440,25 @@ impl ClipTokenizer {
             .or_else(|| self.vocab.get(token).copied())
     }
 
-    /// Content ids of `text`, without SOT/EOT and without truncation (`add_special_tokens=False`).
+    /// Whether this is open_clip's `SimpleTokenizer` ([`Self::open_clip`]).
+    pub fn is_open_clip(&self) -> bool {
+        self.open_clip_pattern.is_some()
+    }
+
+    /// Content ids of `text`, without SOT/EOT and without truncation (`add_special_tokens=False`;
+    /// open_clip: `SimpleTokenizer.encode`).
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
         let mut ids = Vec::new();
+        if let Some(pattern) = &self.open_clip_pattern {
+            let cleaned = open_clip_clean::clean_lower(text);
+            for piece in pattern.find_iter(&cleaned) {
+                match self.added.iter().find(|a| a.content == piece.as_str()) {
+                    Some(special) => ids.push(special.id),
+                    None => self.encode_word(piece.as_str(), text, &mut ids)?,
+                }
+            }
+            return Ok(ids);
+        }
         let mut rest = text;
         while !rest.is_empty() {
             match self.next_added(rest) {
@@ -509,14 +537,19 @@ impl ClipTokenizer {
         let lower: String = spaced.chars().flat_map(char::to_lowercase).collect();
         for piece in self.clip_pattern.find_iter(&lower) {
             for word in self.byte_level_pattern.find_iter(piece.as_str()) {
-                let symbols: Vec<String> =
-                    word.as_str().bytes().map(|b| self.byte_encoder[b as usize].to_string()).collect();
-                for symbol in self.bpe(symbols) {
-                    match self.vocab.get(&symbol).copied().or(self.unk_id) {
-                        Some(id) => ids.push(id),
-                        None => return Err(TokenizerError::UnknownSymbol { symbol, text: text.to_string() }),
-                    }
-                }
+                self.encode_word(word.as_str(), text, ids)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Byte-level symbols of one word, BPE-merged, looked up (`text` is the input, for messages).
+    fn encode_word(&self, word: &str, text: &str, ids: &mut Vec<u32>) -> Result<(), TokenizerError> {
+        let symbols: Vec<String> = word.bytes().map(|b| self.byte_encoder[b as usize].to_string()).collect();
+        for symbol in self.bpe(symbols) {
+            match self.vocab.get(&symbol).copied().or(self.unk_id) {
+                Some(id) => ids.push(id),
+                None => return Err(TokenizerError::UnknownSymbol { symbol, text: text.to_string() }),
             }
         }
         Ok(())

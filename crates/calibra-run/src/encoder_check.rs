@@ -48,10 +48,11 @@ pub fn resolve_encoder(source: &str, hub_cache: Option<&Path>) -> Result<PathBuf
             ))
         } else if !dir.exists() {
             Err(format!("local encoder `{source}` does not exist"))
-        } else if !dir.join("config.json").is_file() {
+        } else if !has_config(&dir) {
             Err(format!(
                 "local encoder directory `{source}` has no config.json (expected a checkpoint directory in \
-                 Hugging Face layout: config.json and model.safetensors)"
+                 Hugging Face layout: config.json and model.safetensors; or OpenCLIP's \
+                 open_clip_config.json and open_clip_model.safetensors)"
             ))
         } else {
             Ok(dir)
@@ -78,7 +79,7 @@ pub fn resolve_encoder(source: &str, hub_cache: Option<&Path>) -> Result<PathBuf
         },
     };
     let dir = snapshots.join(&rev);
-    if !rev.is_empty() && dir.join("config.json").is_file() {
+    if !rev.is_empty() && has_config(&dir) {
         return Ok(dir);
     }
     Err(format!(
@@ -96,8 +97,20 @@ fn single_snapshot(snapshots: &Path) -> Option<String> {
     }
 }
 
-/// `model_type` of `<dir>/config.json`.
+/// Whether `dir` holds `config.json` or OpenCLIP's `open_clip_config.json`.
+fn has_config(dir: &Path) -> bool {
+    dir.join("config.json").is_file() || dir.join(OPEN_CLIP_CONFIG).is_file()
+}
+
+/// OpenCLIP's hub config file name.
+const OPEN_CLIP_CONFIG: &str = "open_clip_config.json";
+
+/// `model_type` of `<dir>/config.json`; [`names::OPEN_CLIP_MODEL_TYPE`] for a native OpenCLIP
+/// checkpoint (`open_clip_config.json` and no `config.json`).
 pub fn model_type(dir: &Path) -> Result<String, String> {
+    if !dir.join("config.json").is_file() && dir.join(OPEN_CLIP_CONFIG).is_file() {
+        return Ok(names::OPEN_CLIP_MODEL_TYPE.to_string());
+    }
     let path = dir.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let value: serde_json::Value =
@@ -290,6 +303,25 @@ mod tests {
         let text = recipe("[[encoders]]\nsource = \"hf:org/absent\"\n", prior)
             .replace("[[losses]]\nname = \"ce\"\n", "");
         assert!(problems(&text, &cache).is_empty());
+    }
+
+    /// A native OpenCLIP directory (open_clip_config.json, no config.json) can run zero-shot and CoOp,
+    /// not LoRA.
+    #[test]
+    fn an_open_clip_directory_is_a_clip_model_without_lora() {
+        let dir = tempfile::tempdir().unwrap();
+        let oc = dir.path().join("oc");
+        std::fs::create_dir_all(&oc).unwrap();
+        std::fs::write(oc.join("open_clip_config.json"), r#"{"model_cfg": {}}"#).unwrap();
+        assert_eq!(model_type(&oc).unwrap(), names::OPEN_CLIP_MODEL_TYPE);
+        let encoders = format!("[[encoders]]\nsource = \"{}\"\n", oc.display());
+        let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
+        let found = problems(&recipe(&encoders, &format!("{LORA}{zs}")), &dir.path().join("hub"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("regimes.lora") && found[0].contains("model_type `open_clip`"),
+            "{found:?}"
+        );
     }
 
     #[test]

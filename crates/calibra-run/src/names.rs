@@ -209,8 +209,14 @@ pub const LORA_MODEL_TYPES: &[&str] = &[
     "siglip_vision_model",
 ];
 
-/// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need.
-pub const CLIP_MODEL_TYPES: &[&str] = &["clip"];
+/// What [`crate::encoder_check`] calls a native OpenCLIP checkpoint (`open_clip_config.json`, no
+/// `config.json`), which has no `model_type`: zero-shot and CoOp read it, LoRA does not (refused by
+/// calibra-models: PEFT names OpenCLIP's fused attention differently).
+pub const OPEN_CLIP_MODEL_TYPE: &str = "open_clip";
+
+/// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need (and native
+/// OpenCLIP checkpoints, [`OPEN_CLIP_MODEL_TYPE`]).
+pub const CLIP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE];
 
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];

@@ -154,7 +154,8 @@ pub struct PreparedPass {
 
 impl PreparedPass {
     /// Resolve the encoder, read its preprocessing, load the dataset and the split, and compute the
-    /// fingerprint: SHA-256 over the format version, `config.json`, `model.safetensors` (contents),
+    /// fingerprint: SHA-256 over the format version, `config.json`, `model.safetensors` (contents; for
+    /// OpenCLIP `open_clip_config.json`, `open_clip_model.safetensors`),
     /// the preprocessing, the data spec, the split and its configuration, the sample ids in order,
     /// the condition (with the perturbation's definition version) and the layers.
     pub fn new(request: FeatureRequest) -> Result<Self, FeatureError> {
@@ -183,8 +184,8 @@ impl PreparedPass {
         };
         part(b"calibra-features");
         part(FORMAT_VERSION.as_bytes());
-        for file in ["config.json", "model.safetensors"] {
-            let path = checkpoint.join(file);
+        // config.json + model.safetensors, or OpenCLIP's open_clip_config.json + open_clip_model.safetensors.
+        for path in (calibra_models::hf::Checkpoint { dir: checkpoint.clone() }).model_files() {
             part(&sha256_file(&path)?);
         }
         part(format!("{preprocess:?}").as_bytes());
@@ -378,7 +379,17 @@ fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {
 /// resolution and normalisation are unknown, and guessing would silently change every number); for a
 /// timm checkpoint without one, timm's eval transform from `config.json`'s `pretrained_cfg`
 /// ([`PreprocessConfig::from_timm_json`]).
+///
+/// A native OpenCLIP checkpoint (`open_clip_config.json`, no `config.json`) uses open_clip's eval
+/// transform from its `preprocess_cfg` ([`PreprocessConfig::from_open_clip_json`]), as open_clip does
+/// (it never reads a `preprocessor_config.json`).
 pub fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureError> {
+    if calibra_models::clip::open_clip::is_open_clip_dir(checkpoint) {
+        let path = checkpoint.join(calibra_models::clip::open_clip::OPEN_CLIP_CONFIG);
+        let text = fs::read_to_string(&path).map_err(io_err(&path))?;
+        return PreprocessConfig::from_open_clip_json(&text)
+            .map_err(|why| FeatureError::Format { path, why });
+    }
     let path = checkpoint.join("preprocessor_config.json");
     let config_path = checkpoint.join("config.json");
     if !path.exists()

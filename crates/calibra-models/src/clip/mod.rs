@@ -1,8 +1,10 @@
 //! CLIP vision and text towers (Hugging Face `CLIPModel` numerics), the joint model, the zero-shot
-//! classifier and the CoOp prompt learner.
+//! classifier and the CoOp prompt learner; native OpenCLIP checkpoints load into the same modules
+//! ([`open_clip`]).
 
 pub mod keys;
 pub mod model;
+pub mod open_clip;
 pub mod prompt;
 pub mod save;
 pub mod text;

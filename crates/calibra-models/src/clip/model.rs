@@ -108,7 +108,12 @@ pub fn l2_normalize(x: Tensor<2>) -> Tensor<2> {
 /// (F32, F64, BF16 and F16 storage).
 pub fn read_scalar(path: &Path, key: &str) -> Result<f32, ModelError> {
     let bytes = std::fs::read(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
-    let st = safetensors::SafeTensors::deserialize(&bytes)
+    read_scalar_bytes(&bytes, path, key)
+}
+
+/// [`read_scalar`] on an in-memory safetensors file (`path` names it in messages).
+pub fn read_scalar_bytes(bytes: &[u8], path: &Path, key: &str) -> Result<f32, ModelError> {
+    let st = safetensors::SafeTensors::deserialize(bytes)
         .map_err(|e| ModelError::Store { path: path.into(), message: e.to_string() })?;
     let view = st
         .tensor(key)
@@ -136,14 +141,19 @@ pub fn read_scalar(path: &Path, key: &str) -> Result<f32, ModelError> {
 }
 
 impl ClipModel {
-    /// Loads a `CLIPModel` checkpoint (`config.json` with `model_type` `clip` + `model.safetensors`)
-    /// from a directory, an HF cache snapshot or `hf:org/name` (see [`resolve_checkpoint`]).
+    /// Loads a `CLIPModel` checkpoint (`config.json` with `model_type` `clip` + `model.safetensors`,
+    /// or a native OpenCLIP `open_clip_config.json` + `open_clip_model.safetensors`) from a directory, an HF cache snapshot or `hf:org/name` (see [`resolve_checkpoint`]).
     pub fn load(spec: &str, device: &Device) -> Result<(Self, ClipConfig), ModelError> {
         Self::load_checkpoint(&resolve_checkpoint(spec)?, device)
     }
 
-    /// [`Self::load`] from a resolved checkpoint.
+    /// [`Self::load`] from a resolved checkpoint; an OpenCLIP directory (`open_clip_config.json`, no
+    /// `config.json`) is converted at load (see [`super::open_clip`]).
     pub fn load_checkpoint(ckpt: &Checkpoint, device: &Device) -> Result<(Self, ClipConfig), ModelError> {
+        if super::open_clip::is_open_clip_dir(&ckpt.dir) {
+            let (model, config) = super::open_clip::load_open_clip(&ckpt.dir, device)?;
+            return Ok((model, config.clip));
+        }
         let hf = read_config(&ckpt.config_path())?;
         let config = ClipConfig::from_hf(&hf)?;
         let weights = ckpt.weights_path();
@@ -209,9 +219,14 @@ impl ClipModel {
 
 impl ClipVisionTransformer {
     /// Loads the vision tower alone from a `CLIPModel` (`model_type` `clip`: `vision_config`),
-    /// `CLIPVisionModel` or `CLIPVisionModelWithProjection` (`clip_vision_model`) checkpoint.
+    /// `CLIPVisionModel` or `CLIPVisionModelWithProjection` (`clip_vision_model`) checkpoint, or a
+    /// native OpenCLIP one.
     pub fn load(spec: &str, device: &Device) -> Result<(Self, ClipVisionConfig), ModelError> {
         let ckpt = resolve_checkpoint(spec)?;
+        if ckpt.is_open_clip() {
+            let (tower, config, _) = super::open_clip::load_open_clip_vision(&ckpt.dir, device)?;
+            return Ok((tower, config.clip.vision));
+        }
         Self::load_with(&read_config(&ckpt.config_path())?, &ckpt.weights_path(), device)
     }
 

@@ -11,4 +11,4 @@ pub mod resolve;
 pub use config::{HfConfig, read_config};
 pub use keymap::{KeyMap, KeyRule};
 pub use load::{LoadOptions, WeightLayout, load_safetensors, save_safetensors};
-pub use resolve::{Checkpoint, resolve_checkpoint};
+pub use resolve::{Checkpoint, has_model_config, resolve_checkpoint};

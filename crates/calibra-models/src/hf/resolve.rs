@@ -1,4 +1,5 @@
-//! Resolving a checkpoint spec to a directory holding `config.json` + `model.safetensors`.
+//! Resolving a checkpoint spec to a directory holding `config.json` + `model.safetensors` (or an
+//! OpenCLIP `open_clip_config.json` + `open_clip_model.safetensors`).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,29 @@ impl Checkpoint {
     pub fn weights_path(&self) -> PathBuf {
         self.dir.join("model.safetensors")
     }
+
+    /// Whether this is a native OpenCLIP checkpoint (`open_clip_config.json`, no `config.json`; see
+    /// [`crate::clip::open_clip`]).
+    pub fn is_open_clip(&self) -> bool {
+        crate::clip::open_clip::is_open_clip_dir(&self.dir)
+    }
+
+    /// The configuration and weights files that define the model: `config.json` +
+    /// `model.safetensors`, or `open_clip_config.json` + `open_clip_model.safetensors` for OpenCLIP.
+    pub fn model_files(&self) -> [PathBuf; 2] {
+        if self.is_open_clip() {
+            use crate::clip::open_clip::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
+            [self.dir.join(OPEN_CLIP_CONFIG), self.dir.join(OPEN_CLIP_WEIGHTS)]
+        } else {
+            [self.config_path(), self.weights_path()]
+        }
+    }
+}
+
+/// Whether `dir` holds a model configuration: `config.json` (Hugging Face, timm) or
+/// `open_clip_config.json` (OpenCLIP).
+pub fn has_model_config(dir: &Path) -> bool {
+    dir.join("config.json").is_file() || dir.join(crate::clip::open_clip::OPEN_CLIP_CONFIG).is_file()
 }
 
 /// The Hugging Face hub cache directory: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
@@ -48,7 +72,8 @@ pub fn hf_hub_cache() -> Option<PathBuf> {
 /// * anything else: a local directory; if it does not exist and looks like `org/name`, the HF
 ///   cache is tried as above.
 ///
-/// A directory is accepted when it contains `config.json`. The error lists every place tried.
+/// A directory is accepted when it contains `config.json` or `open_clip_config.json`. The error lists
+/// every place tried.
 pub fn resolve_checkpoint(spec: &str) -> Result<Checkpoint, ModelError> {
     resolve_checkpoint_in(spec, hf_hub_cache().as_deref())
 }
@@ -60,7 +85,7 @@ pub fn resolve_checkpoint_in(spec: &str, hub_cache: Option<&Path>) -> Result<Che
         Some(id)
     } else {
         let local = PathBuf::from(spec);
-        if local.join("config.json").is_file() {
+        if has_model_config(&local) {
             return Ok(Checkpoint { dir: local });
         }
         searched.push(local);
@@ -87,7 +112,7 @@ pub fn resolve_checkpoint_in(spec: &str, hub_cache: Option<&Path>) -> Result<Che
             },
         };
         let dir = snapshots.join(&rev);
-        if !rev.is_empty() && dir.join("config.json").is_file() {
+        if !rev.is_empty() && has_model_config(&dir) {
             return Ok(Checkpoint { dir });
         }
         searched.push(if rev.is_empty() { snapshots } else { dir });
@@ -135,6 +160,15 @@ mod tests {
         // A bare org/name that is not a local directory also falls back to the cache.
         let ck = resolve_checkpoint_in("org/tiny-vit", Some(cache.path())).unwrap();
         assert_eq!(ck.dir, model.join("snapshots").join("abc123"));
+    }
+
+    #[test]
+    fn an_open_clip_directory_resolves() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("open_clip_config.json"), "{}").unwrap();
+        let ck = resolve_checkpoint_in(tmp.path().to_str().unwrap(), None).unwrap();
+        assert!(ck.is_open_clip());
+        assert!(ck.model_files()[1].ends_with("open_clip_model.safetensors"));
     }
 
     #[test]

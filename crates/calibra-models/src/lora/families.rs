@@ -20,6 +20,9 @@
 //! not implemented here, and its `out_proj` is a Linear whose `forward` MHA never calls, so a branch
 //! on it would do nothing), CLIP's `visual_projection` / `text_projection`, and the attention / MLP
 //! containers (not Linears; PEFT refuses them too).
+//!
+//! LoRA on a native OpenCLIP checkpoint (loaded as a CLIP vision tower) is refused as a whole: see
+//! `open_clip_lora_refused`.
 
 use std::sync::OnceLock;
 
@@ -124,7 +127,28 @@ fn resnet_lora_refused() -> LoraError {
     }
 }
 
+/// LoRA on a native OpenCLIP vision tower is refused: PEFT 0.21.2 sees OpenCLIP's own module
+/// names, and its attention is a `torch.nn.MultiheadAttention`, which PEFT wraps with its special
+/// `lora.MultiheadAttention` (one branch merged into the packed `in_proj_weight` `[3·d, d]`, one on
+/// `out_proj`, always both), while calibra splits `in_proj` into q/k/v at load. Adapters under the
+/// Hugging Face names calibra uses inside could not be loaded by a PEFT user of the OpenCLIP model.
+fn open_clip_lora_refused() -> LoraError {
+    LoraError::Config {
+        field: "target_modules".into(),
+        why: "LoRA on an OpenCLIP checkpoint (open_clip_config.json) is not implemented yet: PEFT names \
+              its modules `visual.transformer.resblocks.{i}.attn` (a torch nn.MultiheadAttention, which \
+              PEFT adapts as a whole: one branch merged into the packed in_proj plus one on out_proj) \
+              and `visual.transformer.resblocks.{i}.mlp.c_fc` / `.mlp.c_proj` (Linears), while calibra \
+              splits in_proj into q/k/v at load; use the frozen encoder (features / probes), zero-shot \
+              or CoOp, or the Hugging Face CLIP layout of the same weights for LoRA"
+            .into(),
+    }
+}
+
 fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
+    if encoder.is_open_clip() {
+        return Err(open_clip_lora_refused());
+    }
     Ok(match &encoder.model {
         EncoderModel::Vit(_) => {
             let prefix = if model_type(encoder)? == "deit" { "deit" } else { "vit" };
@@ -208,6 +232,7 @@ impl LoraModel for Encoder {
                 };
                 dinov2_canonical(prefix, name)
             }
+            EncoderModel::ClipVision(_) if self.is_open_clip() => return Err(open_clip_lora_refused()),
             EncoderModel::ClipVision(_) | EncoderModel::SiglipVision(_) => {
                 if name.starts_with("encoder.layers.") || name.starts_with("head.") {
                     format!("vision_model.{name}")
