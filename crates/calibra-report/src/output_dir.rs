@@ -19,9 +19,7 @@ pub fn write_output_dir(
     if out.exists() && !force {
         return Err(EvalError::OutExists(out.to_path_buf()));
     }
-    for path in calibra_core::remove_dead_siblings(out) {
-        log(&format!("removed {}, left by an interrupted eval or report", path.display()));
-    }
+    remove_leftovers(out, log);
     let write = |path: &Path, action, source| EvalError::Write { path: path.to_path_buf(), action, source };
     calibra_core::write_dir_atomically(out, |tmp| -> Result<(), EvalError> {
         for (rel, bytes) in files {
@@ -34,10 +32,16 @@ pub fn write_output_dir(
         Ok(())
     })
     .map_err(|e| e.into_error(|path, source| write(&path, "cannot write the output directory", source)))?;
+    remove_leftovers(out, log);
+    Ok(())
+}
+
+/// Removes what interrupted writes left beside `out` ([`calibra_core::remove_dead_siblings`]), naming
+/// each through `log`.
+fn remove_leftovers(out: &Path, log: &mut dyn FnMut(&str)) {
     for path in calibra_core::remove_dead_siblings(out) {
         log(&format!("removed {}, left by an interrupted eval or report", path.display()));
     }
-    Ok(())
 }
 
 #[cfg(test)]
