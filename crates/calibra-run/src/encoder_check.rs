@@ -250,33 +250,33 @@ mod tests {
         "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
 
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
-    /// take it, and an `hf:` id that is not cached. (Issue 17: LoRA now runs on every family the
-    /// encoder loads; a model type outside them is still refused.)
+    /// take it, and an `hf:` id that is not cached. (Issue 17: LoRA runs on every transformer family
+    /// the encoder loads; a ResNet, whose convolutions have no LoRA here, is refused.)
     #[test]
     fn regimes_an_encoder_cannot_run_and_uncached_ids_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let vit = checkpoint(&dir.path().join("vit"), "vit");
         let dino = checkpoint(&dir.path().join("dino"), "dinov2");
         let clip = checkpoint(&dir.path().join("clip"), "clip");
-        let mae = checkpoint(&dir.path().join("mae"), "vit_mae");
+        let resnet = checkpoint(&dir.path().join("resnet"), "resnet");
         let cache = dir.path().join("hub");
         let encoders = format!(
             "[[encoders]]\nsource = \"{vit}\"\n[[encoders]]\nsource = \"{dino}\"\n[[encoders]]\nsource = \"{clip}\"\n\
-             [[encoders]]\nsource = \"{mae}\"\n"
+             [[encoders]]\nsource = \"{resnet}\"\n"
         );
         let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
         let found = problems(&recipe(&encoders, &format!("{LORA}{zs}")), &cache);
         let joined = found.join("\n");
         assert_eq!(found.len(), 4, "{joined}");
         assert!(
-            joined.contains("regimes.lora: encoder `mae`") && joined.contains("model_type `vit_mae`"),
+            joined.contains("regimes.lora: encoder `resnet`") && joined.contains("model_type `resnet`"),
             "{joined}"
         );
         assert!(!joined.contains("regimes.lora: encoder `dino`"), "{joined}");
         assert!(!joined.contains("regimes.lora: encoder `clip`"), "{joined}");
         assert!(joined.contains("regimes.zero-shot: encoder `vit`") && joined.contains("CLIP"), "{joined}");
         assert!(joined.contains("regimes.zero-shot: encoder `dino`"), "{joined}");
-        assert!(joined.contains("regimes.zero-shot: encoder `mae`"), "{joined}");
+        assert!(joined.contains("regimes.zero-shot: encoder `resnet`"), "{joined}");
         // Restricting the regimes to the encoders that can run them clears every problem.
         let scoped = format!(
             "{}encoders = [\"vit\", \"dino\", \"clip\"]\n[regimes.zero-shot]\ntemplates = [\"P1\"]\nencoders = [\"clip\"]\n",
