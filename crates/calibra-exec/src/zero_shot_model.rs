@@ -21,8 +21,7 @@ use calibra_run::ExecError;
 
 use crate::clip_fit::FeatureHead;
 
-/// `config.json` `model_type`s zero-shot classification accepts.
-pub const ZERO_SHOT_MODEL_TYPES: &[&str] = &["clip", "siglip"];
+pub use calibra_run::names::ZERO_SHOT_MODEL_TYPES;
 
 /// Something with an image tower whose pooled, not normalised, features zero-shot heads score.
 pub trait ImageTower {

@@ -209,8 +209,12 @@ pub const LORA_MODEL_TYPES: &[&str] = &[
     "siglip_vision_model",
 ];
 
-/// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need.
+/// `config.json` `model_type`s with image and text towers that CoOp prompt learning supports.
 pub const CLIP_MODEL_TYPES: &[&str] = &["clip"];
+
+/// `config.json` `model_type`s zero-shot classification supports: CLIP (softmax-trained logits) and
+/// SigLIP (`SiglipModel`, sigmoid-trained logits). CoOp on SigLIP is not implemented.
+pub const ZERO_SHOT_MODEL_TYPES: &[&str] = &["clip", "siglip"];
 
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];
