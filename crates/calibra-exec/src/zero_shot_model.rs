@@ -62,9 +62,9 @@ impl FeatureLogits for SiglipZeroShot {
 /// A zero-shot model and its tokenizer.
 pub enum ZeroShotModel {
     /// HF `CLIPModel` with the CLIP BPE tokenizer.
-    Clip(Box<ClipModel>, ClipTokenizer),
+    Clip(Box<ClipModel>, Box<ClipTokenizer>),
     /// HF `SiglipModel` with SigLIP's SentencePiece tokenizer.
-    Siglip(Box<SiglipModel>, SiglipTokenizer),
+    Siglip(Box<SiglipModel>, Box<SiglipTokenizer>),
 }
 
 /// One template set's class embeddings for either kind.
@@ -92,7 +92,7 @@ impl ZeroShotModel {
                         tok_dir.display()
                     )
                 })?;
-                Ok(Self::Clip(Box::new(model), tokenizer))
+                Ok(Self::Clip(Box::new(model), Box::new(tokenizer)))
             }
             "siglip" => {
                 let (model, _) = SiglipModel::load(spec, device)
@@ -103,7 +103,7 @@ impl ZeroShotModel {
                         tok_dir.display()
                     )
                 })?;
-                Ok(Self::Siglip(Box::new(model), tokenizer))
+                Ok(Self::Siglip(Box::new(model), Box::new(tokenizer)))
             }
             other => Err(format!(
                 "{}: zero-shot needs an image-text checkpoint (config.json model_type {}), this one has \
