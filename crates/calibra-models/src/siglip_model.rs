@@ -260,7 +260,7 @@ mod tests {
         let map = siglip_model_keymap().unwrap();
         for (hf, burn) in [
             ("text_model.embeddings.token_embedding.weight", "text_model.token_embedding.weight"),
-            ("text_model.encoder.layers.1.mlp.fc2.bias", "text_model.blocks.1.mlp.fc2.bias"),
+            ("text_model.encoder.layers.1.mlp.fc2.bias", "text_model.blocks.1.mlp.fc2.base.bias"),
             ("text_model.head.weight", "text_model.head.weight"),
             ("vision_model.head.attention.in_proj_weight", "vision_model.head.in_proj.weight"),
             ("vision_model.post_layernorm.bias", "vision_model.post_layernorm.bias"),
