@@ -1,4 +1,4 @@
-//! The template study of `calibra zero-shot`: a CLIP model's zero-shot predictions on one split of a
+//! The template study of `calibra zero-shot`: a CLIP or SigLIP model's zero-shot predictions on one split of a
 //! dataset under one condition, one predictions file and one run record per prompt template, and the
 //! spread of every metric across templates (MVC-Bench's template-stability analysis).
 //!
@@ -41,7 +41,7 @@ use crate::zero_shot_model::ZeroShotModel;
 /// What a template study predicts, with what, and where it writes.
 #[derive(Debug, Clone)]
 pub struct TemplateStudyOptions {
-    /// CLIP checkpoint: a directory, `hf:org/name[@rev]`, or an id in the Hugging Face cache.
+    /// CLIP or SigLIP checkpoint: a directory, `hf:org/name[@rev]`, or an id in the Hugging Face cache.
     pub encoder: String,
     /// Tokenizer directory (default: the checkpoint's).
     pub tokenizer: Option<PathBuf>,
