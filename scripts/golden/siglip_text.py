@@ -60,6 +60,9 @@ STRINGS = [
     "basal_cell carcinoma (benign?) - 3 lesions, 12mm; [x-ray]",
     "ﬁbroma ＡＢＣ ①",
     "\u2581a photo",
+    "no\u00a0break, zero\u200bwidth, ideographic\u3000space, e\u0301 combining",
+    "Stra\u00dfe \u0130stanbul \u01c4 \u2167",
+    "joiner\u200cnon\u200djoiner\ufeffbom\ufffdreplacement\u2028line\u1680ogham\u200emark",
     "",
     "a photo of a retina with diabetic retinopathy severity level as moderate on this fundus photograph",
 ]

@@ -7,8 +7,9 @@
 //! (strip, collapse runs of spaces) and `escape_whitespaces` (space → `▁`; a `▁` in the input reads
 //! as a space, as in transformers' results). The character map is
 //! *not* decoded from `precompiled_charsmap`: for the `nmt_nfkc` / `nfkc` rules it is approximated by
-//! Unicode NFKC plus `nmt`'s whitespace and control-character rules (every whitespace → space,
-//! other control characters dropped); `identity` is exact. Any other rule name is refused.
+//! Unicode NFKC plus `nmt`'s whitespace and control-character rules (every whitespace and the
+//! zero-width space / non-joiner, direction marks, BOM and U+FFFD → space, other control
+//! characters dropped); `identity` is exact. Any other rule name is refused.
 //! Viterbi scores: a piece's log probability; a character no piece covers is one unknown piece
 //! scored `min_score − 10`, and consecutive unknown pieces merge into one (SentencePiece's
 //! `kUnkPenalty` and unknown-merging).
@@ -36,6 +37,12 @@ pub enum PieceType {
     /// Byte piece (6); models with byte pieces are refused.
     Byte,
 }
+
+/// Characters SentencePiece's `nmt_nfkc` rule maps to a space besides Unicode whitespace
+/// (zero-width and direction marks, the byte-order mark, the replacement character).
+/// (U+200D, the zero-width joiner, is kept: checked against transformers on the golden strings.)
+const NMT_SPACES: [char; 7] =
+    ['\u{200B}', '\u{200C}', '\u{200E}', '\u{200F}', '\u{FEFF}', '\u{FFFD}', '\u{2581}'];
 
 /// The normaliser's character map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +261,7 @@ impl SentencePieceModel {
             CharMap::Nfkc => text
                 .nfkc()
                 .filter_map(|c| {
-                    if c.is_whitespace() {
+                    if c.is_whitespace() || NMT_SPACES.contains(&c) {
                         Some(' ')
                     } else if c.is_control() {
                         None

@@ -131,3 +131,18 @@ fn missing_tokenizer_file_and_unsupported_options_are_named() {
     let err = SiglipModel::load(vision_only.to_str().unwrap(), &device).unwrap_err().to_string();
     assert!(err.contains("siglip_vision_model"), "{err}");
 }
+
+#[test]
+fn any_text_gives_context_length_ids_in_the_vocabulary() {
+    let tok = SiglipTokenizer::from_dir(fixture()).unwrap();
+    let n = tok.context_length();
+    let long = "lesion ".repeat(200);
+    for s in
+        ["", " ", "\u{0}\u{7}\u{200b}", "\u{301}a\u{301}", "▁▁▁", "<unk></s><pad>", "ǅ ß İ", long.as_str()]
+    {
+        let ids = tok.encode_padded(s).unwrap();
+        assert_eq!(ids.len(), n, "{s:?}");
+        assert!(ids.contains(&tok.eos_id()), "{s:?}: no </s>");
+        assert!(ids.iter().all(|&i| i < 80), "{s:?}: {ids:?}");
+    }
+}
