@@ -216,6 +216,6 @@ fn zero_shot_on_a_checkpoint_without_a_text_tower_is_refused_up_front() {
     let out = calibra(&["run", recipe.to_str().unwrap(), "--out", store.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("needs a CLIP checkpoint") && err.contains("model_type `vit`"), "{err}");
+    assert!(err.contains("needs a CLIP or SigLIP checkpoint") && err.contains("model_type `vit`"), "{err}");
     assert!(!store.exists(), "nothing is created for a grid that cannot run");
 }

@@ -1,4 +1,4 @@
-//! `calibra zero-shot`: a CLIP model's zero-shot predictions on a dataset split, one predictions file
+//! `calibra zero-shot`: a CLIP or SigLIP model's zero-shot predictions on a dataset split, one predictions file
 //! and one run record per prompt template, plus the spread of the metrics across templates
 //! (MVC-Bench's template-stability analysis). The study and its output layout are calibra-exec's
 //! [`calibra_exec::template_study`].
@@ -17,11 +17,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, clap::Args)]
 pub struct ZeroShotArgs {
-    /// CLIP checkpoint: a directory (config.json with model_type `clip`, model.safetensors,
-    /// preprocessor_config.json), `hf:org/name[@rev]`, or an id in the Hugging Face cache.
+    /// CLIP or SigLIP checkpoint: a directory (config.json with model_type `clip` or `siglip`,
+    /// model.safetensors, preprocessor_config.json), `hf:org/name[@rev]`, or an id in the Hugging
+    /// Face cache.
     #[arg(long)]
     pub encoder: String,
-    /// Tokenizer directory (tokenizer.json, or vocab.json + merges.txt) [default: the checkpoint's].
+    /// Tokenizer directory (CLIP: tokenizer.json, or vocab.json + merges.txt; SigLIP: spiece.model)
+    /// [default: the checkpoint's].
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
     /// Dataset spec, e.g. `synth:derm`, `isic2019:/data/isic` (single-label tasks).

@@ -8,12 +8,12 @@ use std::path::Path;
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_crs::Condition;
 use calibra_data::Split;
-use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_run::run_key::sha256_hex;
 use calibra_run::{ExecError, FeaturePass, FitSpec, RunContext};
 use calibra_train::features::{FeatureRequest, FeatureSet, PreparedPass, image_batch};
 
 use crate::condition::feature_condition;
+use crate::zero_shot_model::{FeatureLogits, ImageTower};
 
 /// Images per image-tower pass: `calibra zero-shot`'s default and what `calibra run`'s zero-shot
 /// executor uses.
@@ -27,7 +27,7 @@ const CACHE_VERSION: &str = "calibra-clip-image-features-v1";
 /// `features` (row-major `[n, dim]`, as [`clip_image_features`] returns them), row-major `[n, K]`:
 /// `exp(logit_scale) · cos(image, class)`, computed in f32 and widened to f64.
 pub fn zero_shot_logits(
-    classifier: &ZeroShotClassifier,
+    classifier: &impl FeatureLogits,
     features: &[f32],
     dim: usize,
     device: &Device,
@@ -47,7 +47,7 @@ pub fn zero_shot_logits(
 /// each batch. A non-finite feature is an error naming the sample.
 pub fn clip_image_features(
     pass: &PreparedPass,
-    model: &ClipModel,
+    model: &impl ImageTower,
     batch_size: usize,
     device: &Device,
     progress: &mut dyn FnMut(usize),
@@ -92,7 +92,7 @@ pub struct ImageFeatures {
 /// sample ids, the condition), else computed with [`clip_image_features`] and written atomically.
 /// `what` names the pass in progress lines.
 pub fn cached_image_features(
-    model: &ClipModel,
+    model: &impl ImageTower,
     request: FeatureRequest,
     out: &Path,
     device: &Device,
@@ -140,7 +140,7 @@ pub fn cached_image_features(
 /// cache: `features/<pass>/<split>@clip-image.safetensors` ([`cached_image_features`]). With `rows`,
 /// the pass must cover exactly those dataset rows in that order (the rows a prediction asks for).
 pub fn store_image_features(
-    model: &ClipModel,
+    model: &impl ImageTower,
     fit: &FitSpec,
     (split, condition, data): (Split, &Condition, &str),
     rows: Option<&[usize]>,

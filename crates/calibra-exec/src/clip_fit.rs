@@ -14,6 +14,7 @@ use calibra_train::coop::CoopOutcome;
 
 use crate::RunExecutor;
 use crate::clip_features::{store_image_features, zero_shot_logits};
+use crate::zero_shot_model::ImageTower;
 
 /// A fit's CLIP model and tokenizer, and its dataset.
 pub struct ClipParts {
@@ -59,15 +60,15 @@ impl FeatureHead for CoopOutcome {
 /// A CLIP model with a head: predicts on the image features of the request's split and condition,
 /// read from the store's feature cache (one image-tower pass per encoder, dataset, split and
 /// condition, shared by every template, CoOp fit, loss and seed).
-pub struct ClipPredictor<'a, H> {
+pub struct ClipPredictor<'a, H, M = ClipModel> {
     pub kind: &'static str,
     pub fit: &'a FitSpec,
-    pub model: ClipModel,
+    pub model: M,
     pub head: H,
     pub device: &'a Device,
 }
 
-impl<H: FeatureHead> Fitted for ClipPredictor<'_, H> {
+impl<H: FeatureHead, M: ImageTower> Fitted for ClipPredictor<'_, H, M> {
     fn kind(&self) -> &str {
         self.kind
     }

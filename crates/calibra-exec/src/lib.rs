@@ -35,5 +35,6 @@ pub mod run_executor;
 pub mod template_study;
 pub mod transfer_score;
 pub mod zero_shot;
+pub mod zero_shot_model;
 
 pub use run_executor::RunExecutor;

@@ -1,4 +1,4 @@
-//! The template study of `calibra zero-shot`: a CLIP model's zero-shot predictions on one split of a
+//! The template study of `calibra zero-shot`: a CLIP or SigLIP model's zero-shot predictions on one split of a
 //! dataset under one condition, one predictions file and one run record per prompt template, and the
 //! spread of every metric across templates (MVC-Bench's template-stability analysis).
 //!
@@ -27,9 +27,7 @@ use std::time::Instant;
 use calibra_core::MVC_BENCH_TEMPLATES;
 use calibra_crs::{Regime, RunRecord};
 use calibra_data::{Split, SplitConfig, Target};
-use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::parse_device;
-use calibra_models::tokenizer::ClipTokenizer;
 use calibra_predictions::{Predictions, ScoreKind, Targets, write_atomically, write_predictions};
 use calibra_run::ExecError;
 use calibra_train::features::{FeatureCondition, FeatureRequest, PreparedPass};
@@ -38,11 +36,12 @@ use serde::Serialize;
 use crate::clip_features::{clip_image_features, zero_shot_logits};
 use crate::condition::record_condition;
 use crate::prompts::{mvc_bench_template, prompt_classnames};
+use crate::zero_shot_model::ZeroShotModel;
 
 /// What a template study predicts, with what, and where it writes.
 #[derive(Debug, Clone)]
 pub struct TemplateStudyOptions {
-    /// CLIP checkpoint: a directory, `hf:org/name[@rev]`, or an id in the Hugging Face cache.
+    /// CLIP or SigLIP checkpoint: a directory, `hf:org/name[@rev]`, or an id in the Hugging Face cache.
     pub encoder: String,
     /// Tokenizer directory (default: the checkpoint's).
     pub tokenizer: Option<PathBuf>,
@@ -245,14 +244,8 @@ pub fn run_template_study(
     let classnames = classnames(options, dataset_classes)?;
 
     let checkpoint = pass.checkpoint.clone();
-    let spec = checkpoint.to_str().ok_or_else(|| format!("{}: not a UTF-8 path", checkpoint.display()))?;
-    let (model, _) = ClipModel::load(spec, &device)
-        .map_err(|e| format!("{}: cannot load a CLIP model: {e}", checkpoint.display()))?;
-    let tok_dir = options.tokenizer.clone().unwrap_or_else(|| checkpoint.clone());
-    // The checkpoint's own tokenizer: its files, or open_clip's SimpleTokenizer for OpenCLIP.
-    let tokenizer = ClipTokenizer::for_checkpoint(&tok_dir).map_err(|e| {
-        format!("{}: cannot load the CLIP tokenizer (use --tokenizer DIR): {e}", tok_dir.display())
-    })?;
+    // CLIP or SigLIP, by config.json model_type (see `crate::zero_shot_model`).
+    let model = ZeroShotModel::load(&checkpoint, options.tokenizer.as_deref(), &device)?;
 
     // The image tower runs once; every template reuses the features.
     let start = Instant::now();
@@ -273,9 +266,9 @@ pub fn run_template_study(
     let mut results = Vec::with_capacity(templates.len());
     let mut records = Vec::with_capacity(templates.len());
     for (id, template) in &templates {
-        let clf =
-            ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(template), &device)
-                .map_err(|e| format!("template {id} {template:?}: {e}"))?;
+        let clf = model
+            .head(&classnames, std::slice::from_ref(template), &device)
+            .map_err(|e| format!("template {id} {template:?}: {e}"))?;
         let logits = zero_shot_logits(&clf, &features, dim, &device)?;
         let predictions = Predictions::new(
             ids.clone(),

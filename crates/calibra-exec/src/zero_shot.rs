@@ -17,17 +17,19 @@
 //! the first runs only the text tower (K prompts).
 //!
 //! Single-label datasets only (as `calibra zero-shot`): zero-shot classification is a softmax over
-//! class prompts. `supports` refuses a multilabel dataset and a checkpoint that is not a CLIP model
-//! before any work starts.
+//! class prompts. `supports` refuses a multilabel dataset and a checkpoint that is neither a CLIP
+//! nor a SigLIP model before any work starts. A SigLIP checkpoint's logits are its sigmoid logits
+//! `exp(logit_scale)·cos + logit_bias`, read as logits by the evaluator (see
+//! [`crate::zero_shot_model`]).
 
 use calibra_data::TaskKind;
-use calibra_models::clip::ZeroShotClassifier;
 use calibra_models::hf::{read_config, resolve_checkpoint};
 use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, RunContext};
 
 use crate::RunExecutor;
-use crate::clip_fit::{ClipParts, ClipPredictor, load_clip};
+use crate::clip_fit::ClipPredictor;
 use crate::prompts::{mvc_bench_template, prompt_classnames};
+use crate::zero_shot_model::{ZERO_SHOT_MODEL_TYPES, ZeroShotModel};
 
 /// The template id and text of a zero-shot fit.
 fn template_of(fit: &FitSpec) -> Result<(&str, String), String> {
@@ -43,9 +45,9 @@ fn template_of(fit: &FitSpec) -> Result<(&str, String), String> {
     Ok((id, text))
 }
 
-/// Accepts a zero-shot fit whose template resolves, whose encoder is a CLIP checkpoint
-/// (`config.json` `model_type` `clip`, or a native OpenCLIP `open_clip_config.json`) and whose
-/// dataset is single-label.
+/// Accepts a zero-shot fit whose template resolves, whose encoder is a CLIP or SigLIP checkpoint
+/// (`config.json` `model_type` `clip` or `siglip`, or a native OpenCLIP `open_clip_config.json`) and
+/// whose dataset is single-label.
 pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), String> {
     template_of(fit)?;
     let c = &fit.config;
@@ -59,10 +61,10 @@ pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), Stri
             .and_then(|cfg| cfg.model_type())
             .map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?
     };
-    if model_type != "clip" {
+    if !ZERO_SHOT_MODEL_TYPES.contains(&model_type.as_str()) {
         return Err(format!(
-            "zero-shot needs a CLIP checkpoint (image and text towers, config.json model_type `clip`); \
-             encoder `{}` ({}) has model_type `{model_type}` — restrict [regimes.zero-shot] with \
+            "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers, config.json model_type \
+             `clip` or `siglip`); encoder `{}` ({}) has model_type `{model_type}` — restrict [regimes.zero-shot] with \
              encoders = [...]",
             c.encoder.name,
             checkpoint.dir.display()
@@ -80,7 +82,7 @@ pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), Stri
     Ok(())
 }
 
-/// Loads the CLIP model and embeds the fit's template for every class (nothing is trained).
+/// Loads the CLIP or SigLIP model and embeds the fit's template for every class (nothing is trained).
 pub(crate) fn fit<'a>(
     executor: &'a RunExecutor,
     fit: &'a FitSpec,
@@ -88,11 +90,21 @@ pub(crate) fn fit<'a>(
 ) -> Result<FitOutcome<'a>, ExecError> {
     let (id, template) = template_of(fit)?;
     let device = &executor.device;
-    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "zero-shot classification needs")?;
+    let c = &fit.config;
+    let dataset = executor.datasets.get(&c.dataset.spec)?;
+    if dataset.labels.kind == TaskKind::Multilabel {
+        return Err(format!(
+            "zero-shot classification needs a single-label dataset; `{}` is multilabel",
+            c.dataset.name
+        )
+        .into());
+    }
+    let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
+    let model = ZeroShotModel::load(&checkpoint.dir, None, device)?;
     let classnames = prompt_classnames(&dataset.labels.names);
-    let head =
-        ZeroShotClassifier::new(&model, &tokenizer, &classnames, std::slice::from_ref(&template), device)
-            .map_err(|e| format!("template {id} {template:?}: {e}"))?;
+    let head = model
+        .head(&classnames, std::slice::from_ref(&template), device)
+        .map_err(|e| format!("template {id} {template:?}: {e}"))?;
     Ok(FitOutcome::Model(Box::new(ClipPredictor { kind: "zero-shot", fit, model, head, device })))
 }
 

@@ -19,7 +19,11 @@ pub mod lora;
 
 pub mod clip;
 pub mod resnet;
+pub mod sentencepiece;
 pub mod siglip;
+pub mod siglip_model;
+pub mod siglip_text;
+pub mod siglip_tokenizer;
 pub mod timm;
 pub mod tokenizer;
 pub mod tokenizer_train;

@@ -184,7 +184,13 @@ pub struct SiglipVisionTransformer {
 /// under `vision_model.`), and full `SiglipModel` checkpoints (text tower and logit scale/bias
 /// ignored).
 pub fn siglip_vision_keymap() -> Result<KeyMap, ModelError> {
-    let mut map = KeyMap::new("siglip_vision_model").strip_prefix("vision_model.");
+    let map = siglip_vision_rules(KeyMap::new("siglip_vision_model").strip_prefix("vision_model."), "", "")?;
+    map.ignore(r"^text_model\.")?.ignore(r"^logit_(scale|bias)$")?.ignore(r"position_ids$")
+}
+
+/// The vision tower's rules, HF names under `hf` mapped to module paths under `burn` (shared by
+/// [`siglip_vision_keymap`] and the joint model's key table, `crate::siglip_model`).
+pub(crate) fn siglip_vision_rules(mut map: KeyMap, hf: &str, burn: &str) -> Result<KeyMap, ModelError> {
     for (from, to) in [
         ("encoder.layers.{i}.self_attn.q_proj.", "blocks.{i}.attn.q_proj."),
         ("encoder.layers.{i}.self_attn.k_proj.", "blocks.{i}.attn.k_proj."),
@@ -204,9 +210,9 @@ pub fn siglip_vision_keymap() -> Result<KeyMap, ModelError> {
         ("head.layernorm.", "head.layernorm."),
         ("head.mlp.", "head.mlp."),
     ] {
-        map = map.rule(from, to)?;
+        map = map.rule(&format!("{hf}{from}"), &format!("{burn}{to}"))?;
     }
-    map.ignore(r"^text_model\.")?.ignore(r"^logit_(scale|bias)$")?.ignore(r"position_ids$")
+    Ok(map)
 }
 
 impl SiglipVisionTransformer {

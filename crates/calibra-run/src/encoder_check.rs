@@ -9,7 +9,8 @@
 //!   `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`), resolved
 //!   as the `calibra` binary resolves it (offline: `refs/<rev>`, else the only snapshot);
 //! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot and CoOp need a
-//!   CLIP checkpoint ([`names::CLIP_MODEL_TYPES`]), LoRA a family calibra can inject adapters into
+//!   CLIP (or, for zero-shot, SigLIP) checkpoint ([`names::CLIP_MODEL_TYPES`],
+//!   [`names::ZERO_SHOT_MODEL_TYPES`]), LoRA a family calibra can inject adapters into
 //!   ([`names::LORA_MODEL_TYPES`]).
 //!
 //! This crate does not depend on burn: it reads `config.json` as plain JSON. The resolution mirrors
@@ -157,7 +158,7 @@ fn readers(recipe: &Recipe, encoder: &EncoderEntry) -> Vec<(&'static str, Option
     if let Some(z) = &r.zero_shot
         && in_scope(z.encoders.as_deref(), &name)
     {
-        out.push(("zero-shot", Some(names::CLIP_MODEL_TYPES)));
+        out.push(("zero-shot", Some(names::ZERO_SHOT_MODEL_TYPES)));
     }
     if let Some(e) = &r.estimate
         && in_scope(e.encoders.as_deref(), &name)
@@ -204,8 +205,11 @@ pub(crate) fn check_encoders(
             }
             let what = match regime {
                 "lora" => "LoRA is implemented for",
+                "coop" if model_type == "siglip" => {
+                    "CoOp on SigLIP is not implemented (SigLIP runs zero-shot only); CoOp needs"
+                }
                 "coop" => "CoOp needs a CLIP checkpoint (image and text towers):",
-                _ => "zero-shot needs a CLIP checkpoint (image and text towers):",
+                _ => "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers):",
             };
             problem(
                 root.key("regimes").key(regime),
@@ -248,6 +252,23 @@ mod tests {
 
     const LORA: &str =
         "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
+
+    /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot; CoOp on it is refused
+    /// by name.
+    #[test]
+    fn siglip_runs_zero_shot_and_coop_on_it_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let siglip = checkpoint(&dir.path().join("siglip"), "siglip");
+        let encoders = format!("[[encoders]]\nsource = \"{siglip}\"\n");
+        let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
+        assert!(problems(&recipe(&encoders, &format!("{LORA}{zs}")), dir.path()).is_empty());
+        let coop = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\n";
+        let found = problems(&recipe(&encoders, coop), dir.path()).join("\n");
+        assert!(
+            found.contains("regimes.coop") && found.contains("CoOp on SigLIP is not implemented"),
+            "{found}"
+        );
+    }
 
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
     /// take it, and an `hf:` id that is not cached. (Issue 17: LoRA runs on every transformer family

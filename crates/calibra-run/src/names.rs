@@ -214,9 +214,14 @@ pub const LORA_MODEL_TYPES: &[&str] = &[
 /// calibra-models: PEFT names OpenCLIP's fused attention differently).
 pub const OPEN_CLIP_MODEL_TYPE: &str = "open_clip";
 
-/// `config.json` `model_type`s with image and text towers, which zero-shot and CoOp need (and native
-/// OpenCLIP checkpoints, [`OPEN_CLIP_MODEL_TYPE`]).
+/// `config.json` `model_type`s with image and text towers that CoOp prompt learning supports (and
+/// native OpenCLIP checkpoints, [`OPEN_CLIP_MODEL_TYPE`]).
 pub const CLIP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE];
+
+/// `config.json` `model_type`s zero-shot classification supports: CLIP (softmax-trained logits), native
+/// OpenCLIP ([`OPEN_CLIP_MODEL_TYPE`], a CLIP) and SigLIP (`SiglipModel`, sigmoid-trained logits). CoOp
+/// on SigLIP is not implemented.
+pub const ZERO_SHOT_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "siglip"];
 
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];

@@ -1,0 +1,166 @@
+//! The image–text models zero-shot classification runs on (`calibra zero-shot` and the zero-shot
+//! regime): a CLIP model (`config.json` `model_type` `clip`, or a native OpenCLIP checkpoint;
+//! softmax-trained logits
+//! `exp(logit_scale)·cos`) or a SigLIP model (`siglip`, sigmoid-trained logits
+//! `exp(logit_scale)·cos + logit_bias`), each with its own tokenizer.
+//!
+//! Both kinds' logits go into the predictions files as `ScoreKind::Logit`, so the evaluator reads
+//! single-label class probabilities as their softmax. For SigLIP that is `softmax(exp(logit_scale)·
+//! cos)` over the K classes (the bias cancels): argmax and ranking equal those of SigLIP's own
+//! per-class sigmoids; the confidences are the softmax's. CoOp stays CLIP-only.
+
+use std::path::Path;
+
+use burn::tensor::{Device, Tensor};
+use calibra_models::ModelError;
+use calibra_models::clip::open_clip::is_open_clip_dir;
+use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_models::hf::read_config;
+use calibra_models::siglip_model::{SiglipModel, SiglipZeroShot};
+use calibra_models::siglip_tokenizer::SiglipTokenizer;
+use calibra_models::tokenizer::ClipTokenizer;
+use calibra_run::ExecError;
+
+use crate::clip_fit::FeatureHead;
+
+pub use calibra_run::names::ZERO_SHOT_MODEL_TYPES;
+
+/// Something with an image tower whose pooled, not normalised, features zero-shot heads score.
+pub trait ImageTower {
+    /// Image features `[b, d]` of images `[b, c, H, W]`.
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError>;
+}
+
+impl ImageTower for ClipModel {
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        ClipModel::image_features(self, images)
+    }
+}
+
+impl ImageTower for SiglipModel {
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        SiglipModel::image_features(self, images)
+    }
+}
+
+/// Something that turns image features `[n, d]` into class logits `[n, K]`.
+pub trait FeatureLogits {
+    /// Logits of (unnormalised) image features.
+    fn logits_from_features(&self, image_features: Tensor<2>) -> Tensor<2>;
+}
+
+impl FeatureLogits for ZeroShotClassifier {
+    fn logits_from_features(&self, image_features: Tensor<2>) -> Tensor<2> {
+        ZeroShotClassifier::logits_from_features(self, image_features)
+    }
+}
+
+impl FeatureLogits for SiglipZeroShot {
+    fn logits_from_features(&self, image_features: Tensor<2>) -> Tensor<2> {
+        SiglipZeroShot::logits_from_features(self, image_features)
+    }
+}
+
+/// A zero-shot model and its tokenizer.
+pub enum ZeroShotModel {
+    /// HF `CLIPModel` with the CLIP BPE tokenizer.
+    Clip(Box<ClipModel>, Box<ClipTokenizer>),
+    /// HF `SiglipModel` with SigLIP's SentencePiece tokenizer.
+    Siglip(Box<SiglipModel>, Box<SiglipTokenizer>),
+}
+
+/// One template set's class embeddings for either kind.
+pub enum ZeroShotHead {
+    /// CLIP: `exp(logit_scale)·cos`.
+    Clip(ZeroShotClassifier),
+    /// SigLIP: `exp(logit_scale)·cos + logit_bias`.
+    Siglip(SiglipZeroShot),
+}
+
+impl ZeroShotModel {
+    /// Loads the checkpoint in `dir` by its `config.json` `model_type` (`clip` or `siglip`; a native
+    /// OpenCLIP directory is a CLIP), and the tokenizer from `tokenizer_dir` (default: `dir`).
+    pub fn load(dir: &Path, tokenizer_dir: Option<&Path>, device: &Device) -> Result<Self, ExecError> {
+        // A native OpenCLIP directory has no config.json; ClipModel::load converts it.
+        let model_type = if is_open_clip_dir(dir) {
+            "clip".to_string()
+        } else {
+            read_config(&dir.join("config.json"))?.model_type()?
+        };
+        let spec = dir.to_str().ok_or_else(|| format!("{}: not a UTF-8 path", dir.display()))?;
+        let tok_dir = tokenizer_dir.unwrap_or(dir);
+        match model_type.as_str() {
+            "clip" => {
+                let (model, _) = ClipModel::load(spec, device)
+                    .map_err(|e| format!("{}: cannot load a CLIP model: {e}", dir.display()))?;
+                // The checkpoint's own tokenizer files, or open_clip's SimpleTokenizer for OpenCLIP.
+                let tokenizer = ClipTokenizer::for_checkpoint(tok_dir).map_err(|e| {
+                    format!(
+                        "{}: cannot load the CLIP tokenizer (use --tokenizer DIR): {e}",
+                        tok_dir.display()
+                    )
+                })?;
+                Ok(Self::Clip(Box::new(model), Box::new(tokenizer)))
+            }
+            "siglip" => {
+                let (model, _) = SiglipModel::load(spec, device)
+                    .map_err(|e| format!("{}: cannot load a SigLIP model: {e}", dir.display()))?;
+                let tokenizer = SiglipTokenizer::from_dir(tok_dir).map_err(|e| {
+                    format!(
+                        "{}: cannot load the SigLIP tokenizer (use --tokenizer DIR): {e}",
+                        tok_dir.display()
+                    )
+                })?;
+                Ok(Self::Siglip(Box::new(model), Box::new(tokenizer)))
+            }
+            other => Err(format!(
+                "{}: zero-shot needs an image-text checkpoint (config.json model_type {}), this one has \
+                 model_type `{other}`",
+                dir.display(),
+                ZERO_SHOT_MODEL_TYPES.join(" or ")
+            )
+            .into()),
+        }
+    }
+
+    /// The class embeddings of `templates` × `classnames`.
+    pub fn head(
+        &self,
+        classnames: &[String],
+        templates: &[String],
+        device: &Device,
+    ) -> Result<ZeroShotHead, ModelError> {
+        Ok(match self {
+            Self::Clip(m, t) => {
+                ZeroShotHead::Clip(ZeroShotClassifier::new(m, t, classnames, templates, device)?)
+            }
+            Self::Siglip(m, t) => {
+                ZeroShotHead::Siglip(SiglipZeroShot::new(m, t, classnames, templates, device)?)
+            }
+        })
+    }
+}
+
+impl ImageTower for ZeroShotModel {
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        match self {
+            Self::Clip(m, _) => m.image_features(images),
+            Self::Siglip(m, _) => m.image_features(images),
+        }
+    }
+}
+
+impl FeatureLogits for ZeroShotHead {
+    fn logits_from_features(&self, image_features: Tensor<2>) -> Tensor<2> {
+        match self {
+            Self::Clip(h) => h.logits_from_features(image_features),
+            Self::Siglip(h) => h.logits_from_features(image_features),
+        }
+    }
+}
+
+impl FeatureHead for ZeroShotHead {
+    fn head_logits(&self, features: &[f32], dim: usize, device: &Device) -> Result<Vec<f64>, ExecError> {
+        crate::clip_features::zero_shot_logits(self, features, dim, device)
+    }
+}
