@@ -7,6 +7,9 @@ use burn::prelude::*;
 use calibra_models::clip::{ClipModel, ClipVisionTransformer};
 use serde_json::Value;
 
+mod common;
+use common::flat;
+
 const TOL: f32 = 1e-4;
 
 fn fixture() -> PathBuf {
@@ -15,26 +18,6 @@ fn fixture() -> PathBuf {
 
 fn golden() -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture().join("golden.json")).unwrap()).unwrap()
-}
-
-/// Flattens a nested JSON array of numbers, returning the values and the shape.
-fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
-    fn rec(v: &Value, out: &mut Vec<f32>, shape: &mut Vec<usize>, depth: usize) {
-        match v {
-            Value::Array(a) => {
-                if shape.len() == depth {
-                    shape.push(a.len());
-                }
-                for x in a {
-                    rec(x, out, shape, depth + 1);
-                }
-            }
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let (mut out, mut shape) = (Vec::new(), Vec::new());
-    rec(v, &mut out, &mut shape, 0);
-    (out, shape)
 }
 
 fn tensor4(v: &Value, device: &Device) -> Tensor<4> {

@@ -13,31 +13,15 @@ use calibra_models::clip::{
 use calibra_models::tokenizer::ClipTokenizer;
 use serde_json::Value;
 
+mod common;
+use common::flat;
+
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 fn golden() -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixtures().join("clip/golden.json")).unwrap()).unwrap()
-}
-
-fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
-    fn rec(v: &Value, out: &mut Vec<f32>, shape: &mut Vec<usize>, depth: usize) {
-        match v {
-            Value::Array(a) => {
-                if shape.len() == depth {
-                    shape.push(a.len());
-                }
-                for x in a {
-                    rec(x, out, shape, depth + 1);
-                }
-            }
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let (mut out, mut shape) = (Vec::new(), Vec::new());
-    rec(v, &mut out, &mut shape, 0);
-    (out, shape)
 }
 
 fn max_diff(got: Vec<f32>, want: &[f32]) -> f32 {

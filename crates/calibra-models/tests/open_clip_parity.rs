@@ -15,6 +15,9 @@ use calibra_models::tokenizer::ClipTokenizer;
 use calibra_models::{Encoder, EncoderModel};
 use serde_json::Value;
 
+mod common;
+use common::flat;
+
 const TOL: f32 = 1e-4;
 
 fn fixtures() -> PathBuf {
@@ -23,25 +26,6 @@ fn fixtures() -> PathBuf {
 
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
-    fn rec(v: &Value, out: &mut Vec<f32>, shape: &mut Vec<usize>, depth: usize) {
-        match v {
-            Value::Array(a) => {
-                if shape.len() == depth {
-                    shape.push(a.len());
-                }
-                for x in a {
-                    rec(x, out, shape, depth + 1);
-                }
-            }
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let (mut out, mut shape) = (Vec::new(), Vec::new());
-    rec(v, &mut out, &mut shape, 0);
-    (out, shape)
 }
 
 fn tensor4(v: &Value, device: &Device) -> Tensor<4> {

@@ -10,6 +10,9 @@ use calibra_models::siglip_model::{SiglipModel, SiglipZeroShot};
 use calibra_models::siglip_tokenizer::SiglipTokenizer;
 use serde_json::Value;
 
+mod common;
+use common::flat;
+
 const TOL: f32 = 1e-4;
 
 fn fixture() -> PathBuf {
@@ -18,25 +21,6 @@ fn fixture() -> PathBuf {
 
 fn golden() -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture().join("golden.json")).unwrap()).unwrap()
-}
-
-fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
-    fn rec(v: &Value, out: &mut Vec<f32>, shape: &mut Vec<usize>, depth: usize) {
-        match v {
-            Value::Array(a) => {
-                if shape.len() == depth {
-                    shape.push(a.len());
-                }
-                for x in a {
-                    rec(x, out, shape, depth + 1);
-                }
-            }
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let (mut out, mut shape) = (Vec::new(), Vec::new());
-    rec(v, &mut out, &mut shape, 0);
-    (out, shape)
 }
 
 fn max_diff(name: &str, got: Tensor<2>, want: &Value) -> f32 {

@@ -1,17 +1,24 @@
 //! LoRA training step of a ViT classifier on burn's flex CPU backend (issue #7, "Speed").
 //!
 //! One step = what [`calibra_train::trainer::train`] does per batch: forward (encoder + linear head
-//! on the CLS state), cross-entropy, backward, global-norm clipping, AdamW update of the LoRA factors
-//! and the head. LoRA r 8, α 16, dropout 0.05 on `q_proj` / `v_proj`; the rest of the encoder is
-//! frozen; random initialisation; batch 32; 10 classes. Shapes (`LORA_BENCH_SHAPE`):
+//! on the feature the family's transformers `*ForImageClassification` classifies,
+//! `Encoder::classification_feature`), cross-entropy, backward, global-norm clipping, AdamW update of
+//! the LoRA factors and the head. LoRA r 8, α 16, dropout 0.05 on `q_proj` / `v_proj`; the rest of
+//! the encoder is frozen; random initialisation; batch 32; 10 classes. Shapes (`LORA_BENCH_SHAPE`):
 //!
 //! - `tiny`: hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4 (65 tokens); default 20 timed steps.
 //! - `vitb`: ViT-B/16 (hidden 768, 12 layers, 12 heads, MLP 3072), 224 px (197 tokens); default 3.
+//! - `dinov2b`: DINOv2-B/14 at 224 px (257 tokens; head on [CLS ‖ mean of patches]); default 3.
+//! - `clipb`: CLIP ViT-B/16 vision tower (quick GELU), 224 px (197 tokens; head on the mean patch
+//!   token); default 3.
+//! - `siglipb`: SigLIP-B/16 vision tower (tanh GELU, no pooling head), 224 px (196 tokens; head on the
+//!   mean token); default 3.
 //!
 //! One shape per process, so the peak RSS (`VmHWM`) is that shape's alone. The first step is a
 //! warm-up and is not timed; the median step time over `LORA_BENCH_STEPS` further steps is reported.
 //! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads) through
-//! `python3 benches/peers/harness.py lora-step-tiny` (or `lora-step-vitb`), or alone:
+//! `python3 benches/peers/harness.py lora-step-tiny` (or `lora-step-vitb`, `lora-step-dinov2b`,
+//! `lora-step-clipb`, `lora-step-siglipb`), or alone:
 //!
 //! ```text
 //! RAYON_NUM_THREADS=2 LORA_BENCH_SHAPE=tiny cargo bench -p calibra-train --bench lora_step
@@ -22,15 +29,19 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
+use calibra_models::clip::ClipVisionConfig;
+use calibra_models::dinov2::Dinov2Config;
 use calibra_models::hf::HfConfig;
 use calibra_models::layers::Activation;
 use calibra_models::lora::{LoraConfig, TargetModules, apply_lora};
+use calibra_models::siglip::SiglipVisionConfig;
 use calibra_models::vit::VitConfig;
 use calibra_models::{Encoder, EncoderModel};
 use calibra_train::build_loss;
 use calibra_train::trainer::{Classifier, TrainConfig, TrainSet, train};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use serde_json::json;
 
 const BATCH: usize = 32;
 const CLASSES: usize = 10;
@@ -43,7 +54,7 @@ struct LoraVitClassifier {
 
 impl Classifier for LoraVitClassifier {
     fn logits(&self, images: Tensor<4>) -> Tensor<2> {
-        self.classifier.forward(self.encoder.embed(images).expect("images fit the encoder"))
+        self.classifier.forward(self.encoder.classification_feature(images).expect("images fit the encoder"))
     }
 }
 
@@ -55,22 +66,59 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// A randomly initialised encoder of `shape`, its input side and the default number of timed steps.
+fn encoder_for(shape: &str, device: &Device) -> (Encoder, usize, usize) {
+    let hf = |json: serde_json::Value| HfConfig::from_value("lora_step bench", json);
+    let base = json!({"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+        "image_size": 224, "num_channels": 3});
+    let with = |mut extra: serde_json::Value| {
+        for (k, v) in base.as_object().expect("object") {
+            extra[k] = v.clone();
+        }
+        extra
+    };
+    let (model, model_type, side, steps) = match shape {
+        "tiny" | "vitb" => {
+            let vit = if shape == "tiny" {
+                VitConfig::new(96, 4, 3, 384, Activation::GeluExact, 32, 4)
+            } else {
+                VitConfig::new(768, 12, 12, 3072, Activation::GeluExact, 224, 16)
+            };
+            let steps = if shape == "tiny" { 20 } else { 3 };
+            (EncoderModel::Vit(vit.init(device)), "vit", vit.image_size, steps)
+        }
+        "dinov2b" => {
+            let cfg = hf(with(json!({"model_type": "dinov2", "patch_size": 14, "mlp_ratio": 4,
+                "hidden_act": "gelu", "layer_norm_eps": 1e-6})));
+            let dinov2 = Dinov2Config::from_hf(&cfg).expect("a DINOv2-B/14 config");
+            (EncoderModel::Dinov2(dinov2.init(device)), "dinov2", 224, 3)
+        }
+        "clipb" => {
+            let cfg = hf(with(json!({"model_type": "clip_vision_model", "patch_size": 16,
+                "intermediate_size": 3072, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5})));
+            let clip = ClipVisionConfig::from_hf(&cfg).expect("a CLIP ViT-B/16 vision config");
+            (EncoderModel::ClipVision(clip.init(device)), "clip_vision_model", 224, 3)
+        }
+        "siglipb" => {
+            let cfg = hf(with(json!({"model_type": "siglip_vision_model", "patch_size": 16,
+                "intermediate_size": 3072, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6,
+                "vision_use_head": false})));
+            let siglip = SiglipVisionConfig::from_hf(&cfg).expect("a SigLIP-B/16 vision config");
+            (EncoderModel::SiglipVision(siglip.init(device)), "siglip_vision_model", 224, 3)
+        }
+        other => panic!("LORA_BENCH_SHAPE must be tiny, vitb, dinov2b, clipb or siglipb, got {other:?}"),
+    };
+    (Encoder { model, config: hf(json!({ "model_type": model_type })) }, side, steps)
+}
+
 fn main() {
     let shape = std::env::var("LORA_BENCH_SHAPE").unwrap_or_else(|_| "tiny".into());
-    let (vit, default_steps) = match shape.as_str() {
-        "tiny" => (VitConfig::new(96, 4, 3, 384, Activation::GeluExact, 32, 4), 20),
-        "vitb" => (VitConfig::new(768, 12, 12, 3072, Activation::GeluExact, 224, 16), 3),
-        other => panic!("LORA_BENCH_SHAPE must be tiny or vitb, got {other:?}"),
-    };
-    let steps: usize =
-        std::env::var("LORA_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_steps);
     let device = Device::flex().autodiff();
     device.seed(0);
-
-    let encoder = Encoder {
-        model: EncoderModel::Vit(vit.init(&device)),
-        config: HfConfig::from_value("lora_step bench", serde_json::json!({ "model_type": "vit" })),
-    };
+    let (encoder, side, default_steps) = encoder_for(&shape, &device);
+    let steps: usize =
+        std::env::var("LORA_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_steps);
+    let dim = encoder.classification_dim();
     let mut encoder = encoder.no_grad();
     let lora = LoraConfig {
         r: 8,
@@ -81,11 +129,9 @@ fn main() {
         ..LoraConfig::default()
     };
     let wrapped = apply_lora(&mut encoder, &lora, 0).expect("q/v exist");
-    let model =
-        LoraVitClassifier { encoder, classifier: LinearConfig::new(vit.hidden_size, CLASSES).init(&device) };
+    let model = LoraVitClassifier { encoder, classifier: LinearConfig::new(dim, CLASSES).init(&device) };
 
     // One batch of images, visited once per epoch: `steps + 1` epochs of one step each.
-    let side = vit.image_size;
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let pixels: Vec<f32> = (0..BATCH * 3 * side * side).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let data = TrainSet::classes([3, side, side], pixels, (0..BATCH).map(|i| i % CLASSES).collect());

@@ -1,17 +1,20 @@
 """PyTorch + peft CPU peer for benches/lora_step.rs: one LoRA training step of a ViT classifier.
 
-Same work as the Rust bench: transformers 5.24.0 ViTForImageClassification (random init, 10 labels,
+Same work as the Rust bench: transformers 5.24.0 <Family>ForImageClassification (random init, 10 labels,
 no hidden/attention dropout) wrapped by peft 0.21.2 LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05,
 target_modules=["q_proj", "v_proj"], modules_to_save=["classifier"]); per step: forward, cross-entropy,
 backward, clip_grad_norm_(1.0), AdamW(lr 2e-4, betas (0.9, 0.999), eps 1e-8, weight decay 0.01) step,
 warmup + cosine schedule step. Batch 32, torch.set_num_threads(2). The first step is a warm-up; the
 median of the next STEPS steps is reported with the peak RSS (VmHWM) of this process.
 
-Shapes: tiny = hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4; vitb = ViT-B/16 at 224 px.
+Shapes: tiny = ViT with hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4; vitb = ViT-B/16 at 224 px;
+dinov2b = Dinov2ForImageClassification, DINOv2-B/14 at 224 px; clipb = CLIPForImageClassification on a
+CLIP ViT-B/16 vision tower (quick GELU); siglipb = SiglipForImageClassification on a SigLIP-B/16 vision
+tower (no pooling head); the CLIP / SigLIP text towers are not built by these classes.
 Attention: "sdpa" (transformers' default) or "eager".
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python \
-     crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb [STEPS] [sdpa|eager]
+     crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb|dinov2b|clipb|siglipb [STEPS] [sdpa|eager]
 """
 
 import sys
@@ -20,7 +23,17 @@ import time
 import torch
 import torch.nn.functional as F
 from peft import LoraConfig, get_peft_model
-from transformers import ViTConfig, ViTForImageClassification, get_cosine_schedule_with_warmup
+from transformers import (
+    CLIPConfig,
+    CLIPForImageClassification,
+    Dinov2Config,
+    Dinov2ForImageClassification,
+    SiglipConfig,
+    SiglipForImageClassification,
+    ViTConfig,
+    ViTForImageClassification,
+    get_cosine_schedule_with_warmup,
+)
 
 BATCH = 32
 CLASSES = 10
@@ -30,7 +43,33 @@ SHAPES = {
     "vitb": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
                  image_size=224, patch_size=16),
 }
-DEFAULT_STEPS = {"tiny": 20, "vitb": 3}
+B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, image_size=224)
+NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY_TEXT = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+DEFAULT_STEPS = {"tiny": 20, "vitb": 3, "dinov2b": 3, "clipb": 3, "siglipb": 3}
+
+
+def build(shape, attn):
+    """The classifier of `shape` and its input side."""
+    if shape in ("tiny", "vitb"):
+        cfg = ViTConfig(num_labels=CLASSES, **NO_DROPOUT, **SHAPES[shape])
+        cls = ViTForImageClassification
+    elif shape == "dinov2b":
+        cfg = Dinov2Config(num_labels=CLASSES, patch_size=14, mlp_ratio=4, layer_norm_eps=1e-6, **NO_DROPOUT, **B16)
+        cls = Dinov2ForImageClassification
+    elif shape == "clipb":
+        vision = dict(patch_size=16, intermediate_size=3072, hidden_act="quick_gelu", **B16)
+        cfg = CLIPConfig(vision_config=vision, text_config=TINY_TEXT, num_labels=CLASSES)
+        cls = CLIPForImageClassification
+    elif shape == "siglipb":
+        vision = dict(patch_size=16, intermediate_size=3072, hidden_act="gelu_pytorch_tanh", vision_use_head=False, **B16)
+        cfg = SiglipConfig(vision_config=vision, text_config=TINY_TEXT, num_labels=CLASSES)
+        cls = SiglipForImageClassification
+    else:
+        sys.exit(f"shape must be one of {sorted(DEFAULT_STEPS)}, got {shape!r}")
+    cfg._attn_implementation = attn
+    side = getattr(cfg, "vision_config", cfg).image_size
+    return cls(cfg), side
 
 
 def peak_rss_mib():
@@ -47,9 +86,7 @@ def main():
     attn = sys.argv[3] if len(sys.argv) > 3 else "sdpa"
     torch.manual_seed(0)
     torch.set_num_threads(2)
-    cfg = ViTConfig(num_labels=CLASSES, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **SHAPES[shape])
-    cfg._attn_implementation = attn
-    base = ViTForImageClassification(cfg)
+    base, side = build(shape, attn)
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, target_modules=["q_proj", "v_proj"],
                       modules_to_save=["classifier"])
     model = get_peft_model(base, lora)
@@ -58,7 +95,6 @@ def main():
     opt = torch.optim.AdamW(params, lr=2e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     total = steps + 1
     sched = get_cosine_schedule_with_warmup(opt, num_warmup_steps=max(1, total // 10), num_training_steps=total)
-    side = cfg.image_size
     g = torch.Generator().manual_seed(1)
     images = torch.rand((BATCH, 3, side, side), generator=g) * 2 - 1
     labels = torch.arange(BATCH) % CLASSES
