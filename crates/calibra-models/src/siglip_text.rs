@@ -20,7 +20,7 @@ use burn::prelude::*;
 use crate::clip::TowerOutput;
 use crate::error::ModelError;
 use crate::hf::{HfConfig, KeyMap};
-use crate::layers::{Activation, TransformerBlock, TransformerBlockConfig};
+use crate::layers::{Activation, TransformerBlock, TransformerBlockConfig, token_id_tensor};
 
 /// Configuration of [`SiglipTextTransformer`] (HF `SiglipTextConfig` fields in brackets).
 #[derive(Config, Debug)]
@@ -156,24 +156,7 @@ impl SiglipTextTransformer {
         device: &Device,
         with_hidden_states: bool,
     ) -> Result<TowerOutput, ModelError> {
-        let (b, n) = self.check_ids(ids)?;
-        let flat: Vec<i64> = ids.iter().flatten().map(|&i| i64::from(i)).collect();
-        let ids = Tensor::<2, Int>::from_data(TensorData::new(flat, [b, n]), device);
-        let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
-        let x = self.token_embedding.forward(ids) + pos;
-        let (x, hidden_states) = crate::layers::run_blocks(&self.blocks, x, with_hidden_states);
-        let last = self.final_layer_norm.forward(x);
-        let d = last.dims()[2];
-        let pooled = self.head.forward(last.clone().narrow(1, n - 1, 1).reshape([b, d]));
-        Ok(TowerOutput { last_hidden_state: last, pooled, hidden_states })
-    }
-
-    fn check_ids(&self, ids: &[Vec<u32>]) -> Result<(usize, usize), ModelError> {
-        let b = ids.len();
         let n = ids.first().map_or(0, Vec::len);
-        if b == 0 || n == 0 {
-            return Err(ModelError::Input("SigLIP text: empty batch or empty sequence".into()));
-        }
         if n > self.max_positions() {
             return Err(ModelError::Input(format!(
                 "SigLIP text: sequence length {n} exceeds the context length {} (max_position_embeddings)",
@@ -181,19 +164,14 @@ impl SiglipTextTransformer {
             )));
         }
         let vocab = self.token_embedding.weight.dims()[0];
-        for (row, r) in ids.iter().enumerate() {
-            if r.len() != n {
-                return Err(ModelError::Input(format!(
-                    "SigLIP text: row {row} has {} ids, row 0 has {n} (pad the batch to one length)",
-                    r.len()
-                )));
-            }
-            if let Some(&bad) = r.iter().find(|&&i| i as usize >= vocab) {
-                return Err(ModelError::Input(format!(
-                    "SigLIP text: row {row}: id {bad} >= vocab size {vocab}"
-                )));
-            }
-        }
-        Ok((b, n))
+        let ids = token_id_tensor("SigLIP text", ids, vocab, device)?;
+        let b = ids.dims()[0];
+        let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
+        let x = self.token_embedding.forward(ids) + pos;
+        let (x, hidden_states) = crate::layers::run_blocks(&self.blocks, x, with_hidden_states);
+        let last = self.final_layer_norm.forward(x);
+        let d = last.dims()[2];
+        let pooled = self.head.forward(last.clone().narrow(1, n - 1, 1).reshape([b, d]));
+        Ok(TowerOutput { last_hidden_state: last, pooled, hidden_states })
     }
 }

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use super::vision::TowerOutput;
 use crate::error::ModelError;
 use crate::hf::HfConfig;
-use crate::layers::{Activation, TransformerBlock, TransformerBlockConfig};
+use crate::layers::{Activation, TransformerBlock, TransformerBlockConfig, token_id_tensor};
 
 /// How the pooled (EOT) position of each sequence is found (transformers 5.24 `CLIPTextModel.forward`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -158,33 +158,8 @@ impl ClipTextTransformer {
 
     /// Token embeddings of a batch of equal-length id rows: `[b, n, d]` (no positions added).
     pub fn embed_tokens(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError> {
-        let (b, n) = self.check_ids(ids)?;
-        let flat: Vec<i64> = ids.iter().flatten().map(|&i| i64::from(i)).collect();
-        let ids = Tensor::<2, Int>::from_data(TensorData::new(flat, [b, n]), device);
-        Ok(self.token_embedding.forward(ids))
-    }
-
-    fn check_ids(&self, ids: &[Vec<u32>]) -> Result<(usize, usize), ModelError> {
-        let b = ids.len();
-        let n = ids.first().map_or(0, Vec::len);
-        if b == 0 || n == 0 {
-            return Err(ModelError::Input("CLIP text: empty batch or empty sequence".into()));
-        }
         let vocab = self.token_embedding.weight.dims()[0];
-        for (row, r) in ids.iter().enumerate() {
-            if r.len() != n {
-                return Err(ModelError::Input(format!(
-                    "CLIP text: row {row} has {} ids, row 0 has {n} (pad the batch to one length)",
-                    r.len()
-                )));
-            }
-            if let Some(&bad) = r.iter().find(|&&i| i as usize >= vocab) {
-                return Err(ModelError::Input(format!(
-                    "CLIP text: row {row}: id {bad} >= vocab size {vocab}"
-                )));
-            }
-        }
-        Ok((b, n))
+        Ok(self.token_embedding.forward(token_id_tensor("CLIP text", ids, vocab, device)?))
     }
 
     /// Forward pass on token ids (`ids[b]` all of one length ≤ the context length); the pooled

@@ -8,9 +8,11 @@ pub mod block;
 pub mod mlp;
 pub mod patch;
 pub mod pos_embed;
+pub mod token_ids;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
 pub use pos_embed::interpolate_patch_positions;
+pub use token_ids::token_id_tensor;
