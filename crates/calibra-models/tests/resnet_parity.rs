@@ -13,6 +13,9 @@ use burn::prelude::*;
 use calibra_models::encoder::{Encoder, EncoderModel};
 use calibra_models::error::ModelError;
 
+mod common;
+use common::{copy_with_config, load_err};
+
 const TOL: f32 = 1e-4;
 const VARIANTS: &[&str] =
     &["hf_bottleneck", "hf_basic", "hf_cls_ds_bottleneck", "timm_resnet50", "timm_resnet18"];
@@ -175,24 +178,6 @@ fn resnet_save_pretrained_round_trips() {
     }
 }
 
-fn tmp_with_config(variant: &str, edit: impl FnOnce(&mut serde_json::Value)) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = fixture(variant);
-    std::fs::copy(src.join("model.safetensors"), tmp.path().join("model.safetensors")).unwrap();
-    let mut cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
-    edit(&mut cfg);
-    std::fs::write(tmp.path().join("config.json"), serde_json::to_string_pretty(&cfg).unwrap()).unwrap();
-    tmp
-}
-
-fn load_err(dir: &Path) -> String {
-    match Encoder::load_dir(dir, &Device::flex()) {
-        Ok(_) => panic!("{} loaded", dir.display()),
-        Err(e) => e.to_string(),
-    }
-}
-
 /// Options calibra does not implement are refused by name, in both layouts, never loaded
 /// approximately; a config that does not match the weights names the tensors.
 #[test]
@@ -201,7 +186,7 @@ fn resnet_unsupported_options_are_refused_by_name() {
         ("layer_type", serde_json::json!("preactivation"), "only 'basic' and 'bottleneck'"),
         ("hidden_act", serde_json::json!("gelu"), "only 'relu'"),
     ] {
-        let tmp = tmp_with_config("hf_bottleneck", |c| c[key] = value.clone());
+        let tmp = copy_with_config(&fixture("hf_bottleneck"), |c| c[key] = value.clone());
         let err = load_err(tmp.path());
         assert!(err.contains(key) && err.contains(words) && err.contains("config.json"), "{key}: {err}");
     }
@@ -214,19 +199,19 @@ fn resnet_unsupported_options_are_refused_by_name() {
         ("cardinality", serde_json::json!(32), "ResNeXt"),
         ("use_frobnication", serde_json::json!(true), "does not implement this option"),
     ] {
-        let tmp = tmp_with_config("timm_resnet50", |c| c["model_args"][key] = value.clone());
+        let tmp = copy_with_config(&fixture("timm_resnet50"), |c| c["model_args"][key] = value.clone());
         let err = load_err(tmp.path());
         assert!(err.contains(&format!("option '{key}'")) && err.contains(words), "{key}: {err}");
     }
-    let tmp = tmp_with_config("timm_resnet50", |c| c["architecture"] = "resnet50d".into());
+    let tmp = copy_with_config(&fixture("timm_resnet50"), |c| c["architecture"] = "resnet50d".into());
     let err = load_err(tmp.path());
     assert!(err.contains("timm architecture 'resnet50d'") && err.contains("resnet152"), "{err}");
     // A bottleneck config on basic-block weights: the missing third convolutions are named.
-    let tmp = tmp_with_config("hf_basic", |c| c["layer_type"] = "bottleneck".into());
+    let tmp = copy_with_config(&fixture("hf_basic"), |c| c["layer_type"] = "bottleneck".into());
     let err = load_err(tmp.path());
     assert!(err.contains("encoder.stages.0.layers.0.layer.2.convolution.weight"), "{err}");
     // More weights than the file holds: refused before anything is allocated.
-    let tmp = tmp_with_config("hf_bottleneck", |c| c["layer_type"] = "basic".into());
+    let tmp = copy_with_config(&fixture("hf_bottleneck"), |c| c["layer_type"] = "basic".into());
     let err = load_err(tmp.path());
     assert!(err.contains("describes a model of at least"), "{err}");
 }

@@ -11,6 +11,9 @@ use burn::prelude::*;
 use calibra_models::encoder::{Encoder, EncoderModel};
 use calibra_models::error::ModelError;
 
+mod common;
+use common::{copy_with_config, load_err};
+
 const TOL: f32 = 1e-4;
 const VARIANTS: &[&str] = &["token", "avg_fc_norm", "reg4", "deit3_layerscale", "clip_prenorm"];
 
@@ -76,24 +79,6 @@ fn timm_features_match_timm() {
     }
 }
 
-fn tmp_with_config(variant: &str, edit: impl FnOnce(&mut serde_json::Value)) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = fixture(variant);
-    std::fs::copy(src.join("model.safetensors"), tmp.path().join("model.safetensors")).unwrap();
-    let mut cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
-    edit(&mut cfg);
-    std::fs::write(tmp.path().join("config.json"), serde_json::to_string_pretty(&cfg).unwrap()).unwrap();
-    tmp
-}
-
-fn load_err(dir: &Path) -> String {
-    match Encoder::load_dir(dir, &Device::flex()) {
-        Ok(_) => panic!("{} loaded", dir.display()),
-        Err(e) => e.to_string(),
-    }
-}
-
 /// Options calibra does not implement are refused by name, never loaded approximately.
 #[test]
 fn timm_unsupported_options_are_refused_by_name() {
@@ -108,7 +93,7 @@ fn timm_unsupported_options_are_refused_by_name() {
         ("img_size", serde_json::json!([32, 48]), "only square"),
         ("use_naflex", serde_json::json!(true), "does not implement this option"),
     ] {
-        let tmp = tmp_with_config("token", |c| {
+        let tmp = copy_with_config(&fixture("token"), |c| {
             c["model_args"][key] = value.clone();
         });
         let err = load_err(tmp.path());
@@ -117,7 +102,7 @@ fn timm_unsupported_options_are_refused_by_name() {
         assert!(err.contains("config.json"), "{key}: {err}");
     }
     // An architecture's own default that calibra does not implement (SigLIP's attention pool).
-    let tmp = tmp_with_config("token", |c| {
+    let tmp = copy_with_config(&fixture("token"), |c| {
         c["architecture"] = "vit_base_patch16_siglip_224".into();
         c["model_args"].as_object_mut().unwrap().remove("global_pool");
     });
@@ -129,7 +114,7 @@ fn timm_unsupported_options_are_refused_by_name() {
 /// names itself and lists the supported ones.
 #[test]
 fn timm_non_vit_architecture_is_refused() {
-    let tmp = tmp_with_config("token", |c| {
+    let tmp = copy_with_config(&fixture("token"), |c| {
         c["architecture"] = "convnext_tiny".into();
     });
     let err = load_err(tmp.path());
@@ -224,7 +209,7 @@ fn timm_odd_option_values_are_errors_not_panics() {
     let device = Device::flex();
     for key in keys {
         for value in &odd {
-            let tmp = tmp_with_config("reg4", |c| {
+            let tmp = copy_with_config(&fixture("reg4"), |c| {
                 c["model_args"][key] = value.clone();
             });
             if let Ok(e) = Encoder::load_dir(tmp.path(), &device) {
@@ -239,7 +224,7 @@ fn timm_odd_option_values_are_errors_not_panics() {
         serde_json::json!({"model_args": [1]}),
         serde_json::json!({"architecture": 5}),
     ] {
-        let tmp = tmp_with_config("reg4", |c| {
+        let tmp = copy_with_config(&fixture("reg4"), |c| {
             for (k, v) in edit.as_object().unwrap() {
                 c[k] = v.clone();
             }

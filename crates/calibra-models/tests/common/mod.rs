@@ -1,5 +1,11 @@
-//! Helpers shared by the parity tests that read golden vectors from JSON.
+//! Helpers shared by calibra-models' integration tests: golden vectors read from JSON, and checkpoint
+//! copies with an edited `config.json` for the refusal tests. Each test binary uses some of them.
+#![allow(dead_code)]
 
+use std::path::Path;
+
+use burn::prelude::Device;
+use calibra_models::Encoder;
 use serde_json::Value;
 
 /// Flattens a nested JSON array of numbers, returning the values (as f32) and the shape.
@@ -20,4 +26,24 @@ pub fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
     let (mut out, mut shape) = (Vec::new(), Vec::new());
     rec(v, &mut out, &mut shape, 0);
     (out, shape)
+}
+
+/// A temporary copy of the checkpoint `src` (`model.safetensors` as is) whose `config.json` is
+/// `src`'s after `edit`.
+pub fn copy_with_config(src: &Path, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(src.join("model.safetensors"), tmp.path().join("model.safetensors")).unwrap();
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
+    edit(&mut cfg);
+    std::fs::write(tmp.path().join("config.json"), serde_json::to_string_pretty(&cfg).unwrap()).unwrap();
+    tmp
+}
+
+/// The error loading `dir` gives; panics if it loads.
+pub fn load_err(dir: &Path) -> String {
+    match Encoder::load_dir(dir, &Device::flex()) {
+        Ok(_) => panic!("{} loaded", dir.display()),
+        Err(e) => e.to_string(),
+    }
 }
