@@ -23,13 +23,13 @@
 //! [`crate::zero_shot_model`]).
 
 use calibra_data::TaskKind;
-use calibra_models::hf::{read_config, resolve_checkpoint};
+use calibra_models::hf::resolve_checkpoint;
 use calibra_run::{ExecError, FitMethod, FitOutcome, FitSpec, RunContext};
 
 use crate::RunExecutor;
 use crate::clip_fit::ClipPredictor;
 use crate::prompts::{mvc_bench_template, prompt_classnames};
-use crate::zero_shot_model::{ZERO_SHOT_MODEL_TYPES, ZeroShotModel};
+use crate::zero_shot_model::{ZERO_SHOT_MODEL_TYPES, ZeroShotModel, model_type_of};
 
 /// The template id and text of a zero-shot fit.
 fn template_of(fit: &FitSpec) -> Result<(&str, String), String> {
@@ -53,14 +53,8 @@ pub(crate) fn supports(executor: &RunExecutor, fit: &FitSpec) -> Result<(), Stri
     let c = &fit.config;
     let checkpoint =
         resolve_checkpoint(&c.encoder.spec).map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?;
-    // A native OpenCLIP checkpoint has both towers (ClipModel::load_checkpoint converts it).
-    let model_type = if checkpoint.is_open_clip() {
-        "clip".to_string()
-    } else {
-        read_config(&checkpoint.config_path())
-            .and_then(|cfg| cfg.model_type())
-            .map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?
-    };
+    let model_type =
+        model_type_of(&checkpoint.dir).map_err(|e| format!("encoder `{}`: {e}", c.encoder.name))?;
     if !ZERO_SHOT_MODEL_TYPES.contains(&model_type.as_str()) {
         return Err(format!(
             "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers, config.json model_type \

@@ -77,16 +77,20 @@ pub enum ZeroShotHead {
     Siglip(SiglipZeroShot),
 }
 
+/// The `model_type` zero-shot dispatches on: `config.json`'s, or `clip` for a native OpenCLIP directory
+/// (no `config.json`; `ClipModel::load` converts it to a CLIP).
+pub(crate) fn model_type_of(dir: &Path) -> Result<String, calibra_models::ModelError> {
+    if is_open_clip_dir(dir) {
+        return Ok("clip".to_string());
+    }
+    read_config(&dir.join("config.json"))?.model_type()
+}
+
 impl ZeroShotModel {
     /// Loads the checkpoint in `dir` by its `config.json` `model_type` (`clip` or `siglip`; a native
     /// OpenCLIP directory is a CLIP), and the tokenizer from `tokenizer_dir` (default: `dir`).
     pub fn load(dir: &Path, tokenizer_dir: Option<&Path>, device: &Device) -> Result<Self, ExecError> {
-        // A native OpenCLIP directory has no config.json; ClipModel::load converts it.
-        let model_type = if is_open_clip_dir(dir) {
-            "clip".to_string()
-        } else {
-            read_config(&dir.join("config.json"))?.model_type()?
-        };
+        let model_type = model_type_of(dir)?;
         let spec = dir.to_str().ok_or_else(|| format!("{}: not a UTF-8 path", dir.display()))?;
         let tok_dir = tokenizer_dir.unwrap_or(dir);
         match model_type.as_str() {
