@@ -1,8 +1,10 @@
 //! CLIP vision and text towers (Hugging Face `CLIPModel` numerics), the joint model, the zero-shot
-//! classifier and the CoOp prompt learner; native OpenCLIP checkpoints load into the same modules
+//! classifier, the CoOp prompt learner and MaPLe's deep multi-modal prompts; native OpenCLIP checkpoints load into the same modules
 //! ([`open_clip`]).
 
+pub mod deep_prompts;
 pub mod keys;
+pub mod maple;
 pub mod model;
 pub mod open_clip;
 pub mod prompt;
@@ -11,6 +13,7 @@ pub mod text;
 pub mod vision;
 pub mod zero_shot;
 
+pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};
 pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};
 pub use prompt::{ClassTokenPosition, ContextInit, PromptLearner, PromptLearnerConfig};
 pub use text::{ClipTextConfig, ClipTextTransformer, EotPooling};

@@ -105,7 +105,7 @@ pub struct PromptLearner {
 }
 
 /// `n·d` (or `k·n·d`) values from `N(0, std²)` via Box–Muller on a seeded ChaCha8 stream.
-fn normal_values(count: usize, std: f64, seed: u64) -> Vec<f32> {
+pub(crate) fn normal_values(count: usize, std: f64, seed: u64) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(count + 1);
     while out.len() < count {

@@ -141,6 +141,11 @@ impl ClipVisionTransformer {
     /// Embeddings after `pre_layrnorm`: `[b, 1 + gh·gw, d]`. Position embeddings are resized
     /// bicubically (HF `interpolate_pos_encoding`) when the patch grid differs from the trained one.
     pub fn embed(&self, images: Tensor<4>) -> Result<Tensor<3>, ModelError> {
+        Ok(self.pre_layernorm.forward(self.embed_positions(images)?))
+    }
+
+    /// `[cls ; patches] + pos` before `pre_layrnorm` (HF `CLIPVisionEmbeddings`), `[b, 1 + gh·gw, d]`.
+    pub fn embed_positions(&self, images: Tensor<4>) -> Result<Tensor<3>, ModelError> {
         let [b, c, h, w] = images.dims();
         let [_, c_in, _, _] = self.patch_embedding.projection.weight.dims();
         if c != c_in {
@@ -164,7 +169,7 @@ impl ClipVisionTransformer {
         let pos_patch =
             if g == gh && g == gw { pos_patch } else { interpolate_patch_positions(pos_patch, gh, gw) };
         let pos = Tensor::cat(vec![pos_cls, pos_patch], 1);
-        Ok(self.pre_layernorm.forward(x + pos))
+        Ok(x + pos)
     }
 
     /// Forward pass; `with_hidden_states` also returns every block's output.

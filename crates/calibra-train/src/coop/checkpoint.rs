@@ -1,12 +1,11 @@
 //! Crash-safe CoOp checkpoints, in the layout of [`crate::trainer`]: `checkpoint/` holds the
-//! context (`learner.bpk`, burnpack with its parameter id), the SGD momentum (`optimizer.bpk`) and
+//! prompt learner (`learner.bpk`, burnpack with its parameter ids), the SGD momentum (`optimizer.bpk`) and
 //! `state.json` (step, config, losses). A new directory is completed and synced, then swapped in.
 
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
-use calibra_models::clip::PromptLearner;
 use serde::{Deserialize, Serialize};
 
 use super::config::CoopConfig;
@@ -39,12 +38,13 @@ pub(crate) fn read(dir: &Path) -> Result<Option<(CoopState, PathBuf)>, CoopError
     Ok(crate::checkpoint_dir::read_state(dir)?)
 }
 
-/// Loads the context and the optimiser state of checkpoint directory `path`.
-pub(crate) fn load(
+/// Loads the prompt learner (CoOp's context, MaPLe's prompts and couplings) and the optimiser state
+/// of checkpoint directory `path`.
+pub(crate) fn load<M: Module>(
     path: &Path,
-    learner: PromptLearner,
+    learner: M,
     optimizer: ModuleOptimizer,
-) -> Result<(PromptLearner, ModuleOptimizer), CoopError> {
+) -> Result<(M, ModuleOptimizer), CoopError> {
     let ck = |why: String| CoopError::Checkpoint { path: path.to_path_buf(), why };
     let learner =
         learner.try_load_file(path.join("learner.bpk")).map_err(|e| ck(format!("learner.bpk: {e}")))?;
@@ -54,9 +54,9 @@ pub(crate) fn load(
 }
 
 /// Writes `checkpoint/` under `dir` atomically (see [`crate::checkpoint_dir`]).
-pub(crate) fn write(
+pub(crate) fn write<M: Module + Clone>(
     dir: &Path,
-    learner: &PromptLearner,
+    learner: &M,
     optimizer: &ModuleOptimizer,
     state: &CoopState,
 ) -> Result<(), CoopError> {

@@ -1,6 +1,6 @@
 //! Hyper-parameters of a CoOp run ([`CoopConfig`]) and the prompt-tuning method ([`CoopMethod`]).
 
-use calibra_models::clip::{ClassTokenPosition, ContextInit, PromptLearnerConfig};
+use calibra_models::clip::{ClassTokenPosition, ContextInit, MapleConfig, PromptLearnerConfig};
 use serde::{Deserialize, Serialize};
 
 use super::error::CoopError;
@@ -28,26 +28,44 @@ pub enum CoopMethod {
         /// Distillation temperature T.
         temperature: f64,
     },
+    /// MaPLe (Khattak et al., CVPR 2023; `muzairkhattak/multimodal-prompt-learning
+    /// trainers/maple.py`): `n_ctx` learned tokens in the first `depth` blocks of both towers, the
+    /// vision prompts coupled to the text prompts by linear maps
+    /// ([`calibra_models::clip::MaplePromptLearner`]); trains on images (the image tower runs every
+    /// step), with the configured loss. Reference depth 9.
+    Maple {
+        /// Prompt depth J (1: the first layer only).
+        depth: usize,
+    },
 }
 
 impl CoopMethod {
+    /// MaPLe with the reference prompt depth 9 (`PROMPT_DEPTH`).
+    pub const MAPLE_DEFAULT: CoopMethod = CoopMethod::Maple { depth: 9 };
     /// KgCoOp with the reference weight λ = 8 (spec §E2).
     pub const KGCOOP_DEFAULT: CoopMethod = CoopMethod::KgCoop { lambda: 8.0 };
     /// ProGrad with the reference λ = 1, T = 1 (spec §E3).
     pub const PROGRAD_DEFAULT: CoopMethod = CoopMethod::ProGrad { lambda: 1.0, temperature: 1.0 };
 
-    /// A short name: `coop`, `kgcoop`, `prograd`.
+    /// A short name: `coop`, `kgcoop`, `prograd`, `maple`.
     pub fn name(&self) -> &'static str {
         match self {
             CoopMethod::Coop => "coop",
             CoopMethod::KgCoop { .. } => "kgcoop",
             CoopMethod::ProGrad { .. } => "prograd",
+            CoopMethod::Maple { .. } => "maple",
         }
     }
 
     /// Whether the method needs the frozen zero-shot classifier.
     pub fn needs_zero_shot(&self) -> bool {
-        !matches!(self, CoopMethod::Coop)
+        matches!(self, CoopMethod::KgCoop { .. } | CoopMethod::ProGrad { .. })
+    }
+
+    /// Whether the method prompts the image tower too, so that it trains on images rather than on
+    /// cached image features ([`crate::coop::train_maple`]).
+    pub fn prompts_images(&self) -> bool {
+        matches!(self, CoopMethod::Maple { .. })
     }
 }
 
@@ -161,6 +179,18 @@ impl CoopConfig {
                     )));
                 }
             }
+            CoopMethod::Maple { depth } => {
+                if depth == 0 {
+                    return Err(CoopError::Config("MaPLe depth must be >= 1".into()));
+                }
+                if self.csc || self.class_position != ClassTokenPosition::End {
+                    return Err(CoopError::Config(
+                        "MaPLe has one shared context before the class name: csc must be false and \
+                         class_position \"end\""
+                            .into(),
+                    ));
+                }
+            }
         }
         if self.zero_shot_template.matches("{}").count() != 1 {
             return Err(CoopError::Config(format!(
@@ -169,6 +199,35 @@ impl CoopConfig {
             )));
         }
         Ok(())
+    }
+
+    /// MaPLe's reference run (`configs/trainers/MaPLe/vit_b16_c2_ep5_batch4_2ctx.yaml` with Dassl's
+    /// SGD defaults): 2 context tokens from "a photo of a", depth 9, lr 0.0035, batch 4, 5 epochs,
+    /// 1 warm-up epoch at the constant rate 1e-5, momentum 0.9, weight decay 5e-4.
+    pub fn maple_reference() -> Self {
+        CoopConfig {
+            n_ctx: 2,
+            ctx_init: Some("a photo of a".into()),
+            epochs: 5,
+            batch_size: 4,
+            lr: 0.0035,
+            method: CoopMethod::MAPLE_DEFAULT,
+            ..CoopConfig::default()
+        }
+    }
+
+    /// The MaPLe learner config of a MaPLe run (`None` for the other methods).
+    pub fn maple_learner(&self) -> Option<MapleConfig> {
+        let CoopMethod::Maple { depth } = self.method else {
+            return None;
+        };
+        Some(
+            MapleConfig::new()
+                .with_n_ctx(self.n_ctx)
+                .with_depth(depth)
+                .with_ctx_init(self.ctx_init.clone())
+                .with_seed(self.seed),
+        )
     }
 
     /// The prompt-learner config this run builds its context from (random init seeded by `seed`).

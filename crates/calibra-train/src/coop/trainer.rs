@@ -177,6 +177,12 @@ pub fn train_prompt_learner(
     progress: &mut dyn FnMut(&StepReport),
 ) -> Result<CoopOutcome, CoopError> {
     config.validate()?;
+    if config.method.prompts_images() {
+        return Err(CoopError::Config(format!(
+            "{} prompts the image tower and trains on images, not on cached features: use train_maple",
+            config.method.name()
+        )));
+    }
     let k = classnames.len();
     if learner.n_classes() != k {
         return Err(CoopError::Config(format!(
@@ -374,6 +380,9 @@ impl TrainingSteps for PromptSteps<'_> {
                         .register(ctx_id, Tensor::<3>::from_data(TensorData::new(values, dims), &g.device()));
                 }
                 (v, grads)
+            }
+            CoopMethod::Maple { .. } => {
+                return Err(CoopError::Config("MaPLe trains on images: use train_maple".into()));
             }
         };
         let grad_norm =

@@ -1,0 +1,184 @@
+//! Deep prompts in both CLIP towers (MaPLe, Khattak et al. CVPR 2023; reference
+//! `muzairkhattak/multimodal-prompt-learning clip/model.py`, `ResidualAttentionBlock_MaPLe` and
+//! `VisionTransformer_MaPLe`): learned tokens that take the place of the previous block's prompt
+//! rows before each of the first blocks.
+//!
+//! ```text
+//! text:   x₀ = prompts + pos              (prompts: [SOT, ctx (m rows), class, ".", EOT, …])
+//!         before block i, 1 ≤ i ≤ J:  x[:, 1..1+m] ← deep_text[i-1]
+//! vision: x₀ = pre_LN([cls ; patches] + pos ; shared)     shared: m rows appended after the patches
+//!         before block i, 1 ≤ i ≤ J:  x[:, n-m..n] ← deep_vision[i-1]
+//! ```
+//!
+//! Block 0 sees the first-layer prompts of the input (the text `ctx` spliced into the prompt, the
+//! vision `shared` rows); the pooled rows (text EOT, vision class token) never move.
+
+use burn::prelude::*;
+
+use super::model::ClipModel;
+use super::text::ClipTextTransformer;
+use super::vision::ClipVisionTransformer;
+use crate::error::ModelError;
+
+/// `x` with rows `start..start + m` of every sequence replaced by `rows: [m, d]`.
+fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
+    let [b, n, d] = x.dims();
+    let m = rows.dims()[0];
+    let rows = rows.unsqueeze_dim::<3>(0).expand([b, m, d]);
+    let mut parts = Vec::with_capacity(3);
+    if start > 0 {
+        parts.push(x.clone().narrow(1, 0, start));
+    }
+    parts.push(rows);
+    if start + m < n {
+        parts.push(x.narrow(1, start + m, n - start - m));
+    }
+    Tensor::cat(parts, 1)
+}
+
+/// Checks that every deep prompt is `[m, d]` and that there are fewer than `n_layers` of them.
+fn check_deep(
+    tower: &str,
+    deep: &[Tensor<2>],
+    m: usize,
+    d: usize,
+    n_layers: usize,
+) -> Result<(), ModelError> {
+    if deep.len() >= n_layers {
+        return Err(ModelError::Input(format!(
+            "{tower}: {} deep prompts need more than {n_layers} blocks (prompt depth must be at most \
+             the number of blocks)",
+            deep.len()
+        )));
+    }
+    if let Some((i, t)) = deep.iter().enumerate().find(|(_, t)| t.dims() != [m, d]) {
+        return Err(ModelError::Input(format!(
+            "{tower}: deep prompt {} is {:?}, expected [{m}, {d}]",
+            i + 1,
+            t.dims()
+        )));
+    }
+    Ok(())
+}
+
+impl ClipTextTransformer {
+    /// The pooled rows `[b, d]` (before the projection) of prompt embeddings `embeds: [b, n, d]`
+    /// (without positions) whose rows `1..1+m` are the first-layer context, with `deep[i-1]`
+    /// (`[m, d]`) replacing those rows before block `i` (module docs).
+    pub fn forward_deep_prompts(
+        &self,
+        embeds: Tensor<3>,
+        pool_positions: &[usize],
+        deep: &[Tensor<2>],
+    ) -> Result<Tensor<2>, ModelError> {
+        let [b, n, d] = embeds.dims();
+        let m = deep.first().map_or(0, |t| t.dims()[0]);
+        check_deep("CLIP text", deep, m, d, self.n_layers())?;
+        if 1 + m > n || n > self.max_positions() {
+            return Err(ModelError::Input(format!(
+                "CLIP text: {m} deep prompt rows do not fit a sequence of {n} (context length {})",
+                self.max_positions()
+            )));
+        }
+        if pool_positions.len() != b || pool_positions.iter().any(|&p| p >= n || p < 1 + m) {
+            return Err(ModelError::Input(format!(
+                "CLIP text: need one pooling position in {}..{n} per sequence ({b}), got {pool_positions:?}",
+                1 + m
+            )));
+        }
+        let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
+        let mut x = embeds + pos;
+        for (i, block) in self.blocks.iter().enumerate() {
+            if i >= 1
+                && let Some(rows) = deep.get(i - 1)
+            {
+                x = replace_rows(x, 1, rows.clone());
+            }
+            x = block.forward(x);
+        }
+        let last = self.final_layer_norm.forward(x);
+        let index: Vec<i64> = pool_positions.iter().enumerate().map(|(i, &p)| (i * n + p) as i64).collect();
+        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [b]), &last.device());
+        Ok(last.reshape([b * n, d]).select(0, index))
+    }
+}
+
+impl ClipVisionTransformer {
+    /// The pooled class token `[b, d]` (after `post_layernorm`, before the projection) with
+    /// `shared: [m, d]` appended to the embedded patches before `pre_layrnorm` and `deep[i-1]`
+    /// (`[m, d]`) replacing those last `m` rows before block `i` (module docs).
+    pub fn forward_deep_prompts(
+        &self,
+        images: Tensor<4>,
+        shared: Tensor<2>,
+        deep: &[Tensor<2>],
+    ) -> Result<Tensor<2>, ModelError> {
+        let x = self.embed_positions(images)?;
+        let [b, n, d] = x.dims();
+        let [m, ds] = shared.dims();
+        if ds != d || m == 0 {
+            return Err(ModelError::Input(format!(
+                "CLIP vision: shared prompts are [{m}, {ds}], expected [m > 0, {d}]"
+            )));
+        }
+        check_deep("CLIP vision", deep, m, d, self.n_layers())?;
+        let x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
+        let mut x = self.pre_layernorm.forward(x);
+        for (i, block) in self.blocks.iter().enumerate() {
+            if i >= 1
+                && let Some(rows) = deep.get(i - 1)
+            {
+                x = replace_rows(x, n, rows.clone());
+            }
+            x = block.forward(x);
+        }
+        Ok(self.pool_hidden(x))
+    }
+}
+
+impl ClipModel {
+    /// Text features `[b, p]` (projected, not normalised) of deep-prompted text (see
+    /// [`ClipTextTransformer::forward_deep_prompts`]).
+    pub fn text_features_deep_prompts(
+        &self,
+        embeds: Tensor<3>,
+        pool_positions: &[usize],
+        deep: &[Tensor<2>],
+    ) -> Result<Tensor<2>, ModelError> {
+        Ok(self.text_projection.forward(self.text_model.forward_deep_prompts(
+            embeds,
+            pool_positions,
+            deep,
+        )?))
+    }
+
+    /// Image features `[b, p]` (projected, not normalised) of deep-prompted images (see
+    /// [`ClipVisionTransformer::forward_deep_prompts`]).
+    pub fn image_features_deep_prompts(
+        &self,
+        images: Tensor<4>,
+        shared: Tensor<2>,
+        deep: &[Tensor<2>],
+    ) -> Result<Tensor<2>, ModelError> {
+        Ok(self.visual_projection.forward(self.vision_model.forward_deep_prompts(images, shared, deep)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_replaced_in_place_and_the_rest_is_kept() {
+        let device = Device::flex();
+        let x = Tensor::<3>::from_data(
+            TensorData::new((0..2 * 5).map(|v| v as f32).collect::<Vec<_>>(), [1, 5, 2]),
+            &device,
+        );
+        let rows = Tensor::<2>::from_data(TensorData::new(vec![-1.0f32, -2.0, -3.0, -4.0], [2, 2]), &device);
+        let mid: Vec<f32> = replace_rows(x.clone(), 1, rows.clone()).to_data().iter::<f32>().collect();
+        assert_eq!(mid, vec![0.0, 1.0, -1.0, -2.0, -3.0, -4.0, 6.0, 7.0, 8.0, 9.0]);
+        let end: Vec<f32> = replace_rows(x, 3, rows).to_data().iter::<f32>().collect();
+        assert_eq!(end, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, -1.0, -2.0, -3.0, -4.0]);
+    }
+}
