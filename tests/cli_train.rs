@@ -234,6 +234,8 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     assert!(print(&["--method", "prograd"]).contains("methods = [\"prograd\"]"));
+    let maple = print(&["--method", "maple", "--maple-depth", "3"]);
+    assert!(maple.contains("methods = [\"maple\"]") && maple.contains("maple_depth = 3"), "{maple}");
     assert!(!print(&[]).contains("methods"));
     // Methods of issue #25 not implemented yet are refused with a message that says so.
     let out = calibra(&[
@@ -245,11 +247,11 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
         "--regime",
         "coop",
         "--method",
-        "maple",
+        "hicropl",
         "--out",
         "o",
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not implemented yet") && err.contains("coop, kgcoop, prograd"), "{err}");
+    assert!(err.contains("not implemented yet") && err.contains("coop, kgcoop, prograd, maple"), "{err}");
 }

@@ -114,10 +114,11 @@ pub struct TrainArgs {
     #[arg(long, default_value = "end")]
     pub class_position: String,
     /// CoOp: the prompt-learning method [default: coop]: coop (CoOp, Zhou et al., IJCV 2022,
-    /// `KaiyangZhou/CoOp`), kgcoop (KgCoOp, Yao et al., CVPR 2023, `htyao89/KgCoOp`) or prograd
-    /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`). Records name it with the loss
-    /// (`kgcoop+ce`, `prograd+mcm`; plain CoOp: the loss alone).
-    #[arg(long, value_name = "coop|kgcoop|prograd", value_parser = parse_coop_method)]
+    /// `KaiyangZhou/CoOp`), kgcoop (KgCoOp, Yao et al., CVPR 2023, `htyao89/KgCoOp`), prograd
+    /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`) or maple (MaPLe, Khattak et al.,
+    /// CVPR 2023, `muzairkhattak/multimodal-prompt-learning`; prompts both towers, trains on images).
+    /// Records name it with the loss (`kgcoop+ce`, `maple+mcm`; plain CoOp: the loss alone).
+    #[arg(long, value_name = "coop|kgcoop|prograd|maple", value_parser = parse_coop_method)]
     pub method: Option<String>,
     /// KgCoOp's weight λ of the knowledge-guidance term [default: 8, the reference value of Yao et al.,
     /// CVPR 2023, `htyao89/KgCoOp`]. Needs --method kgcoop.
@@ -130,6 +131,14 @@ pub struct TrainArgs {
     /// ProGrad's distillation temperature T [default: 1, the reference value]. Needs --method prograd.
     #[arg(long, value_name = "T")]
     pub prograd_temperature: Option<f64>,
+    /// MaPLe's prompt depth: the blocks of both towers that get prompts [default: 9, the reference
+    /// value; at most the blocks of the model's smaller tower]. Needs --method maple.
+    #[arg(long, value_name = "J")]
+    pub maple_depth: Option<u32>,
+    /// MaPLe's context tokens per layer [default: 2, the reference value; --n-ctx is CoOp's]. MaPLe
+    /// starts them from --ctx-init, else "a photo of a" (the reference). Needs --method maple.
+    #[arg(long, value_name = "N")]
+    pub maple_n_ctx: Option<u32>,
     /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
     /// vector, isotonic, dirichlet, ...).
     #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
@@ -196,6 +205,8 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         kgcoop_lambda: args.kgcoop_lambda,
         prograd_lambda: args.prograd_lambda,
         prograd_temperature: args.prograd_temperature,
+        maple_depth: args.maple_depth,
+        maple_n_ctx: args.maple_n_ctx,
         calibrators: args.calibrators.clone(),
         perturbations: args.perturbations.clone(),
         severities: args.severities.iter().map(|&s| u32::from(s)).collect(),

@@ -153,7 +153,23 @@ pub fn store_image_features(
         dataset: c.dataset.name.clone(),
         condition: condition.clone(),
     });
-    let request = FeatureRequest {
+    let request = image_request(fit, (split, condition, data))?;
+    let what = format!("{} ({condition})", split.name());
+    let out = dir.join(format!("{}@clip-image.safetensors", split.name()));
+    let f = cached_image_features(model, request, &out, device, ctx, &what)?;
+    if let Some(rows) = rows {
+        check_rows(&f.pass, rows, &what, data)?;
+    }
+    Ok(f)
+}
+
+/// The image pass of `fit`'s encoder on `split` of the dataset `data` under `condition`.
+pub fn image_request(
+    fit: &FitSpec,
+    (split, condition, data): (Split, &Condition, &str),
+) -> Result<FeatureRequest, ExecError> {
+    let c = &fit.config;
+    Ok(FeatureRequest {
         encoder: c.encoder.spec.clone(),
         data: data.to_string(),
         split: split.into(),
@@ -161,20 +177,19 @@ pub fn store_image_features(
         condition: feature_condition(condition)?,
         layers: vec![1.0],
         batch_size: IMAGE_BATCH,
-    };
-    let what = format!("{} ({condition})", split.name());
-    let out = dir.join(format!("{}@clip-image.safetensors", split.name()));
-    let f = cached_image_features(model, request, &out, device, ctx, &what)?;
-    if let Some(rows) = rows
-        && f.pass.indices != rows
-    {
+    })
+}
+
+/// An error unless the pass covers exactly dataset rows `rows`, in that order.
+pub fn check_rows(pass: &PreparedPass, rows: &[usize], what: &str, data: &str) -> Result<(), ExecError> {
+    if pass.indices != rows {
         return Err(format!(
-            "the image features of {what} cover {} rows, not the {} rows asked for (the split of `{data}` \
+            "the image pass of {what} covers {} rows, not the {} rows asked for (the split of `{data}` \
              changed between passes)",
-            f.pass.indices.len(),
+            pass.indices.len(),
             rows.len()
         )
         .into());
     }
-    Ok(f)
+    Ok(())
 }

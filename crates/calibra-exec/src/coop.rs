@@ -33,9 +33,18 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
     else {
         return Err("not a CoOp fit".into());
     };
+    // MaPLe starts from its reference run (batch 4, its own context size, "a photo of a").
+    let (base, n_ctx, ctx_init) = match method {
+        PromptMethod::Maple { n_ctx: maple_n_ctx, .. } => (
+            CoopConfig::maple_reference(),
+            *maple_n_ctx,
+            ctx_init.clone().or_else(|| CoopConfig::maple_reference().ctx_init),
+        ),
+        _ => (CoopConfig::default(), *n_ctx, ctx_init.clone()),
+    };
     let config = CoopConfig {
-        n_ctx: *n_ctx as usize,
-        ctx_init: ctx_init.clone(),
+        n_ctx: n_ctx as usize,
+        ctx_init,
         csc: *csc,
         class_position: class_position.parse().map_err(|e| format!("class_position: {e}"))?,
         epochs: *epochs as usize,
@@ -43,7 +52,7 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
         seed: fit.config.seed,
         method: coop_method(*method),
         checkpoint_every: 50,
-        ..CoopConfig::default()
+        ..base
     };
     config.validate().map_err(|e| e.to_string())?;
     Ok((config, loss))
@@ -55,6 +64,7 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
         PromptMethod::Coop => CoopMethod::Coop,
         PromptMethod::KgCoop { lambda } => CoopMethod::KgCoop { lambda },
         PromptMethod::ProGrad { lambda, temperature } => CoopMethod::ProGrad { lambda, temperature },
+        PromptMethod::Maple { depth, .. } => CoopMethod::Maple { depth: depth as usize },
     }
 }
 
@@ -84,6 +94,9 @@ pub(crate) fn fit<'a>(
     let c = &fit.config;
     let (config, loss) = config_of(fit)?;
     let loss = recipe_loss(loss, false)?;
+    if config.method.prompts_images() {
+        return crate::maple::fit(executor, fit, &config, loss.as_ref(), ctx);
+    }
     let device = &executor.device;
     let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "CoOp needs")?;
     let classnames = prompt_classnames(&dataset.labels.names);

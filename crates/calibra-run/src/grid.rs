@@ -141,6 +141,22 @@ pub enum PromptMethod {
         #[serde(skip_serializing_if = "is_prograd_default_temperature")]
         temperature: f64,
     },
+    /// MaPLe (Khattak et al., CVPR 2023): `n_ctx` learned tokens in the first `depth` blocks of both
+    /// towers, the vision prompts coupled to the text prompts; trains on images.
+    #[serde(rename = "maple")]
+    Maple {
+        #[serde(skip_serializing_if = "is_maple_default_depth")]
+        depth: u32,
+        #[serde(skip_serializing_if = "is_maple_default_n_ctx")]
+        n_ctx: u32,
+    },
+}
+
+fn is_maple_default_depth(v: &u32) -> bool {
+    *v == crate::recipe::MAPLE_DEFAULT_DEPTH
+}
+fn is_maple_default_n_ctx(v: &u32) -> bool {
+    *v == crate::recipe::MAPLE_DEFAULT_N_CTX
 }
 
 fn is_kgcoop_default_lambda(v: &f64) -> bool {
@@ -154,12 +170,13 @@ fn is_prograd_default_temperature(v: &f64) -> bool {
 }
 
 impl PromptMethod {
-    /// `coop`, `kgcoop` or `prograd` (the names of [`crate::names::COOP_METHODS`]).
+    /// `coop`, `kgcoop`, `prograd` or `maple` (the names of [`crate::names::COOP_METHODS`]).
     pub fn name(&self) -> &'static str {
         match self {
             PromptMethod::Coop => "coop",
             PromptMethod::KgCoop { .. } => "kgcoop",
             PromptMethod::ProGrad { .. } => "prograd",
+            PromptMethod::Maple { .. } => "maple",
         }
     }
 
@@ -178,11 +195,12 @@ impl PromptMethod {
         }
     }
 
-    /// Text-tower passes per training step relative to CoOp (the cost model's factor): ProGrad
-    /// back-propagates twice per step (the loss and the distillation loss), the others once.
+    /// Tower passes per training step relative to CoOp (the cost model's factor): ProGrad
+    /// back-propagates twice per step (the loss and the distillation loss), MaPLe through both the
+    /// text and the image tower, the others once through the text tower.
     pub fn passes_per_step(&self) -> f64 {
         match self {
-            PromptMethod::ProGrad { .. } => 2.0,
+            PromptMethod::ProGrad { .. } | PromptMethod::Maple { .. } => 2.0,
             _ => 1.0,
         }
     }

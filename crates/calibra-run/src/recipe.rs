@@ -67,6 +67,10 @@
 //! kgcoop_lambda = 8.0                 # optional; KgCoOp's λ, default 8 (its reference)
 //! prograd_lambda = 1.0                # optional; ProGrad's λ, default 1 (its reference)
 //! prograd_temperature = 1.0           # optional; ProGrad's T, default 1 (its reference)
+//! maple_depth = 9                     # optional; MaPLe's prompt depth, default 9 (its reference;
+//!                                     # at most the blocks of the model's smaller tower)
+//! maple_n_ctx = 2                     # optional; MaPLe's context tokens per layer, default 2; MaPLe's
+//!                                     # init phrase is ctx_init, else "a photo of a" (its reference)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -369,6 +373,12 @@ pub struct CoopRegime {
     /// ProGrad's distillation temperature T (default [`PROGRAD_DEFAULT_TEMPERATURE`]).
     #[serde(default)]
     pub prograd_temperature: Option<f64>,
+    /// MaPLe's prompt depth (default [`MAPLE_DEFAULT_DEPTH`]).
+    #[serde(default)]
+    pub maple_depth: Option<u32>,
+    /// MaPLe's context tokens per layer (default [`MAPLE_DEFAULT_N_CTX`]; `n_ctx` is CoOp's).
+    #[serde(default)]
+    pub maple_n_ctx: Option<u32>,
     /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -399,6 +409,13 @@ pub const PROGRAD_DEFAULT_LAMBDA: f64 = 1.0;
 /// ProGrad's reference distillation temperature T, as calibra-train's `CoopMethod::PROGRAD_DEFAULT`.
 pub const PROGRAD_DEFAULT_TEMPERATURE: f64 = 1.0;
 
+/// MaPLe's reference prompt depth (`PROMPT_DEPTH`, `muzairkhattak/multimodal-prompt-learning
+/// configs/trainers/MaPLe/vit_b16_c2_ep5_batch4_2ctx.yaml`), as calibra-train's `CoopMethod::MAPLE_DEFAULT`.
+pub const MAPLE_DEFAULT_DEPTH: u32 = 9;
+
+/// MaPLe's reference context tokens per layer (`N_CTX`, same config).
+pub const MAPLE_DEFAULT_N_CTX: u32 = 2;
+
 impl CoopRegime {
     /// The method names of the section (`methods`, else `["coop"]`).
     pub fn method_names(&self) -> Vec<String> {
@@ -419,6 +436,10 @@ impl CoopRegime {
                 "prograd" => Some(PromptMethod::ProGrad {
                     lambda: self.prograd_lambda.unwrap_or(PROGRAD_DEFAULT_LAMBDA),
                     temperature: self.prograd_temperature.unwrap_or(PROGRAD_DEFAULT_TEMPERATURE),
+                }),
+                "maple" => Some(PromptMethod::Maple {
+                    depth: self.maple_depth.unwrap_or(MAPLE_DEFAULT_DEPTH),
+                    n_ctx: self.maple_n_ctx.unwrap_or(MAPLE_DEFAULT_N_CTX),
                 }),
                 _ => None,
             })

@@ -73,6 +73,10 @@ pub struct TrainPlan {
     pub prograd_lambda: Option<f64>,
     /// ProGrad's temperature (`None`: the reference 1).
     pub prograd_temperature: Option<f64>,
+    /// MaPLe's prompt depth (`None`: the reference 9).
+    pub maple_depth: Option<u32>,
+    /// MaPLe's context tokens per layer (`None`: the reference 2).
+    pub maple_n_ctx: Option<u32>,
     pub calibrators: Vec<String>,
     pub perturbations: Vec<String>,
     pub severities: Vec<u32>,
@@ -146,6 +150,8 @@ impl TrainPlan {
                     kgcoop_lambda: self.kgcoop_lambda,
                     prograd_lambda: self.prograd_lambda,
                     prograd_temperature: self.prograd_temperature,
+                    maple_depth: self.maple_depth,
+                    maple_n_ctx: self.maple_n_ctx,
                     encoders: None,
                     datasets: None,
                     label_fractions: None,
@@ -196,6 +202,8 @@ impl TrainPlan {
             ("--kgcoop-lambda", self.kgcoop_lambda.is_some(), Some("kgcoop")),
             ("--prograd-lambda", self.prograd_lambda.is_some(), Some("prograd")),
             ("--prograd-temperature", self.prograd_temperature.is_some(), Some("prograd")),
+            ("--maple-depth", self.maple_depth.is_some(), Some("maple")),
+            ("--maple-n-ctx", self.maple_n_ctx.is_some(), Some("maple")),
         ];
         let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
         for (flag, _, applies_to) in given.into_iter().filter(|g| g.1) {
@@ -301,6 +309,8 @@ mod tests {
             kgcoop_lambda: None,
             prograd_lambda: None,
             prograd_temperature: None,
+            maple_depth: None,
+            maple_n_ctx: None,
             calibrators: vec!["none".into(), "temperature".into()],
             perturbations: vec!["jpeg".into(), "contrast".into()],
             severities: vec![1, 2, 3],

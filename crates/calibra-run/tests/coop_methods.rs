@@ -129,7 +129,13 @@ fn the_dry_run_and_the_shards_count_every_method() {
 #[test]
 fn bad_methods_and_values_are_named_with_key_and_line() {
     let cases = [
-        ("methods = [\"coop\", \"maple\"]", "regimes.coop.methods[1]", "`maple` is not implemented yet"),
+        (
+            "methods = [\"coop\", \"promptsrc\"]",
+            "regimes.coop.methods[1]",
+            "`promptsrc` is not implemented yet",
+        ),
+        ("methods = [\"coop\"]\nmaple_depth = 3", "regimes.coop.maple_depth", "applies to method `maple`"),
+        ("methods = [\"maple\"]\nmaple_n_ctx = 0", "regimes.coop.maple_n_ctx", "must be >= 1"),
         ("methods = [\"hicropl\"]", "regimes.coop.methods[0]", "not implemented yet (issue #25"),
         (
             "methods = [\"kgcop\"]",

@@ -108,7 +108,7 @@ impl MapleConfig {
         if self.depth == 0 || self.depth > blocks {
             return Err(ModelError::Input(format!(
                 "MaPLe: prompt depth {} must be in 1..={blocks} (the blocks of the smaller tower of this \
-                 model; the reference default 9 needs a 12-block CLIP)",
+                 model; the reference default 9 needs a 12-block CLIP; set maple_depth)",
                 self.depth
             )));
         }

@@ -364,6 +364,24 @@ impl Recipe {
                 );
             }
         }
+        for (key, value, what) in [
+            ("maple_depth", c.maple_depth, "MaPLe's prompt depth"),
+            ("maple_n_ctx", c.maple_n_ctx, "MaPLe's context tokens"),
+        ] {
+            let Some(v) = value else { continue };
+            if v == 0 {
+                problem(at.key(key), format!("{what} must be >= 1, got 0"));
+            }
+            if !listed("maple") {
+                problem(
+                    at.key(key),
+                    format!(
+                        "`{key}` applies to method `maple`, which `methods` does not list (methods: {})",
+                        methods.join(", ")
+                    ),
+                );
+            }
+        }
         // Each (method, loss) is one record probe; a loss label like `kgcoop+ce` could repeat another
         // method's. (A method listed twice, or a loss label used twice, is reported above.)
         let mut probes: BTreeMap<String, (String, String)> = BTreeMap::new();

@@ -19,6 +19,9 @@ pub enum CoopError {
     /// A hyper-parameter or an input (features, labels, class names) out of range.
     #[error("CoOp: {0}")]
     Config(String),
+    /// Reading or preprocessing the training images (MaPLe).
+    #[error("reading the training images: {0}")]
+    Data(String),
     /// Reading or writing a checkpoint file.
     #[error("{}: {source}", path.display())]
     Io {

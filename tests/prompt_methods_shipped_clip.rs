@@ -1,0 +1,72 @@
+//! Every prompt-learning method on the shipped tiny CLIP (`checkpoints/tiny-clip`), issue #25's check:
+//! on the quickstart's synthetic fundus task (seed 0, full labels), CoOp, KgCoOp, ProGrad and MaPLe
+//! (depth 3: the tiny CLIP's text tower has 3 blocks) each reach at least zero-shot P1's accuracy minus
+//! 0.02 on the same test split. The ECE of each is printed, not asserted (the issue asks to record it).
+//!
+//! Measured with a debug build (2026-12-03, this recipe, 60 test images): zero-shot P1 accuracy 0.550
+//! (ECE 0.149); CoOp 0.567 (0.100), KgCoOp 0.600 (0.168), ProGrad 0.583 (0.172), MaPLe 0.600 (0.094).
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+const RECIPE: &str = r#"seeds = [0]
+label_fractions = [1.0]
+calibrators = ["none"]
+
+[[encoders]]
+source = "checkpoints/tiny-clip"
+
+[[datasets]]
+name = "fundus"
+spec = "synth:fundus?n=400&size=32&seed=11"
+
+[regimes.zero-shot]
+templates = ["P1"]
+
+[regimes.coop]
+n_ctx = 4
+ctx_init = "a photo of a"
+epochs = 10
+lr = 2e-3
+methods = ["coop", "kgcoop", "prograd", "maple"]
+maple_depth = 3
+
+[[losses]]
+name = "ce"
+regimes = ["coop"]
+"#;
+
+/// How far below zero-shot P1 a trained method may land (issue #25).
+const SLACK: f64 = 0.02;
+
+#[test]
+fn every_prompt_method_reaches_zero_shot_accuracy_on_the_shipped_tiny_clip() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("methods.toml");
+    std::fs::write(&recipe, RECIPE).unwrap();
+    let store = dir.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_calibra"))
+        .args(["run", &recipe.display().to_string(), "--out", &store.display().to_string()])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let metric = |probe: &str, name: &str| -> f64 {
+        let found: Vec<&serde_json::Value> = records.iter().filter(|r| r["probe"] == probe).collect();
+        assert_eq!(found.len(), 1, "one clean record of {probe}");
+        found[0]["metrics"][name].as_f64().unwrap()
+    };
+    let zero_shot = metric("zero-shot:P1", "accuracy");
+    eprintln!("zero-shot P1: accuracy {zero_shot:.4}, ECE {:.4}", metric("zero-shot:P1", "ece"));
+    for probe in ["ce", "kgcoop+ce", "prograd+ce", "maple+ce"] {
+        let (accuracy, ece) = (metric(probe, "accuracy"), metric(probe, "ece"));
+        eprintln!("{probe}: accuracy {accuracy:.4}, ECE {ece:.4}");
+        assert!(
+            accuracy >= zero_shot - SLACK,
+            "{probe}: accuracy {accuracy:.4} is more than {SLACK} below zero-shot P1's {zero_shot:.4}"
+        );
+    }
+}
