@@ -234,6 +234,8 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     assert!(print(&["--method", "prograd"]).contains("methods = [\"prograd\"]"));
+    let src = print(&["--method", "promptsrc", "--promptsrc-depth", "3"]);
+    assert!(src.contains("methods = [\"promptsrc\"]") && src.contains("promptsrc_depth = 3"), "{src}");
     let maple = print(&["--method", "maple", "--maple-depth", "3"]);
     assert!(maple.contains("methods = [\"maple\"]") && maple.contains("maple_depth = 3"), "{maple}");
     assert!(!print(&[]).contains("methods"));
@@ -253,5 +255,8 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not implemented yet") && err.contains("coop, kgcoop, prograd, maple"), "{err}");
+    assert!(
+        err.contains("not implemented yet") && err.contains("coop, kgcoop, prograd, maple, promptsrc"),
+        "{err}"
+    );
 }

@@ -115,10 +115,12 @@ pub struct TrainArgs {
     pub class_position: String,
     /// CoOp: the prompt-learning method [default: coop]: coop (CoOp, Zhou et al., IJCV 2022,
     /// `KaiyangZhou/CoOp`), kgcoop (KgCoOp, Yao et al., CVPR 2023, `htyao89/KgCoOp`), prograd
-    /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`) or maple (MaPLe, Khattak et al.,
-    /// CVPR 2023, `muzairkhattak/multimodal-prompt-learning`; prompts both towers, trains on images).
-    /// Records name it with the loss (`kgcoop+ce`, `maple+mcm`; plain CoOp: the loss alone).
-    #[arg(long, value_name = "coop|kgcoop|prograd|maple", value_parser = parse_coop_method)]
+    /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`), maple (MaPLe, Khattak et al.,
+    /// CVPR 2023, `muzairkhattak/multimodal-prompt-learning`; prompts both towers, trains on images)
+    /// or promptsrc (PromptSRC, Khattak et al., ICCV 2023, `muzairkhattak/PromptSRC`; the same, with
+    /// self-regularisation and prompt aggregation). Records name it with the loss (`kgcoop+ce`,
+    /// `maple+mcm`; plain CoOp: the loss alone).
+    #[arg(long, value_name = "coop|kgcoop|prograd|maple|promptsrc", value_parser = parse_coop_method)]
     pub method: Option<String>,
     /// KgCoOp's weight λ of the knowledge-guidance term [default: 8, the reference value of Yao et al.,
     /// CVPR 2023, `htyao89/KgCoOp`]. Needs --method kgcoop.
@@ -139,6 +141,15 @@ pub struct TrainArgs {
     /// starts them from --ctx-init, else "a photo of a" (the reference). Needs --method maple.
     #[arg(long, value_name = "N")]
     pub maple_n_ctx: Option<u32>,
+    /// PromptSRC's prompt depth in both towers [default: 9, the reference value; at most the blocks
+    /// of each tower]. Its regulariser weights and aggregation are recipe keys (`--print-recipe`).
+    /// Needs --method promptsrc.
+    #[arg(long, value_name = "J")]
+    pub promptsrc_depth: Option<u32>,
+    /// PromptSRC's context tokens per layer in both towers [default: 4, the reference value], the
+    /// text ones starting from --ctx-init, else "a photo of a". Needs --method promptsrc.
+    #[arg(long, value_name = "N")]
+    pub promptsrc_n_ctx: Option<u32>,
     /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
     /// vector, isotonic, dirichlet, ...).
     #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
@@ -207,6 +218,8 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         prograd_temperature: args.prograd_temperature,
         maple_depth: args.maple_depth,
         maple_n_ctx: args.maple_n_ctx,
+        promptsrc_depth: args.promptsrc_depth,
+        promptsrc_n_ctx: args.promptsrc_n_ctx,
         calibrators: args.calibrators.clone(),
         perturbations: args.perturbations.clone(),
         severities: args.severities.iter().map(|&s| u32::from(s)).collect(),

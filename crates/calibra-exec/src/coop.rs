@@ -33,13 +33,19 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
     else {
         return Err("not a CoOp fit".into());
     };
-    // MaPLe starts from its reference run (batch 4, its own context size, "a photo of a").
+    // MaPLe and PromptSRC start from their reference runs (batch 4, their own context sizes, "a
+    // photo of a").
     let (base, n_ctx, ctx_init) = match method {
-        PromptMethod::Maple { n_ctx: maple_n_ctx, .. } => (
-            CoopConfig::maple_reference(),
-            *maple_n_ctx,
-            ctx_init.clone().or_else(|| CoopConfig::maple_reference().ctx_init),
-        ),
+        PromptMethod::Maple { n_ctx: own, .. } => {
+            let base = CoopConfig::maple_reference();
+            let init = ctx_init.clone().or_else(|| base.ctx_init.clone());
+            (base, *own, init)
+        }
+        PromptMethod::PromptSrc { n_ctx: own, .. } => {
+            let base = CoopConfig::promptsrc_reference();
+            let init = ctx_init.clone().or_else(|| base.ctx_init.clone());
+            (base, *own, init)
+        }
         _ => (CoopConfig::default(), *n_ctx, ctx_init.clone()),
     };
     let config = CoopConfig {
@@ -65,6 +71,17 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
         PromptMethod::KgCoop { lambda } => CoopMethod::KgCoop { lambda },
         PromptMethod::ProGrad { lambda, temperature } => CoopMethod::ProGrad { lambda, temperature },
         PromptMethod::Maple { depth, .. } => CoopMethod::Maple { depth: depth as usize },
+        PromptMethod::PromptSrc { depth, n_ctx, text_weight, image_weight, gpa_mean, gpa_std } => {
+            CoopMethod::PromptSrc {
+                depth_text: depth as usize,
+                depth_vision: depth as usize,
+                n_ctx_vision: n_ctx as usize,
+                text_weight,
+                image_weight,
+                gpa_mean,
+                gpa_std,
+            }
+        }
     }
 }
 
@@ -95,7 +112,7 @@ pub(crate) fn fit<'a>(
     let (config, loss) = config_of(fit)?;
     let loss = recipe_loss(loss, false)?;
     if config.method.prompts_images() {
-        return crate::maple::fit(executor, fit, &config, loss.as_ref(), ctx);
+        return crate::prompted_towers::fit(executor, fit, &config, loss.as_ref(), ctx);
     }
     let device = &executor.device;
     let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "CoOp needs")?;

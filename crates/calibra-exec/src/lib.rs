@@ -30,7 +30,7 @@ pub mod estimate;
 pub mod feature_file;
 pub mod feature_pass;
 pub mod frozen;
-pub mod maple;
+pub mod prompted_towers;
 pub mod prompts;
 pub mod run_executor;
 pub mod template_study;

@@ -150,6 +150,44 @@ pub enum PromptMethod {
         #[serde(skip_serializing_if = "is_maple_default_n_ctx")]
         n_ctx: u32,
     },
+    /// PromptSRC (Khattak et al., ICCV 2023): independent deep prompts in both towers (`depth`
+    /// blocks, `n_ctx` tokens each), regularised towards the frozen model (text and image L1 terms
+    /// with their weights, KL to the zero-shot logits), aggregated over epochs with a Gaussian
+    /// weighting; trains on images.
+    #[serde(rename = "promptsrc")]
+    PromptSrc {
+        #[serde(skip_serializing_if = "is_promptsrc_default_depth")]
+        depth: u32,
+        #[serde(skip_serializing_if = "is_promptsrc_default_n_ctx")]
+        n_ctx: u32,
+        #[serde(skip_serializing_if = "is_promptsrc_default_text_weight")]
+        text_weight: f64,
+        #[serde(skip_serializing_if = "is_promptsrc_default_image_weight")]
+        image_weight: f64,
+        #[serde(skip_serializing_if = "is_promptsrc_default_gpa_mean")]
+        gpa_mean: f64,
+        #[serde(skip_serializing_if = "is_promptsrc_default_gpa_std")]
+        gpa_std: f64,
+    },
+}
+
+fn is_promptsrc_default_depth(v: &u32) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_DEPTH
+}
+fn is_promptsrc_default_n_ctx(v: &u32) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_N_CTX
+}
+fn is_promptsrc_default_text_weight(v: &f64) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_TEXT_WEIGHT
+}
+fn is_promptsrc_default_image_weight(v: &f64) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_IMAGE_WEIGHT
+}
+fn is_promptsrc_default_gpa_mean(v: &f64) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_GPA_MEAN
+}
+fn is_promptsrc_default_gpa_std(v: &f64) -> bool {
+    *v == crate::recipe::PROMPTSRC_DEFAULT_GPA_STD
 }
 
 fn is_maple_default_depth(v: &u32) -> bool {
@@ -170,13 +208,14 @@ fn is_prograd_default_temperature(v: &f64) -> bool {
 }
 
 impl PromptMethod {
-    /// `coop`, `kgcoop`, `prograd` or `maple` (the names of [`crate::names::COOP_METHODS`]).
+    /// `coop`, `kgcoop`, `prograd`, `maple` or `promptsrc` (the names of [`crate::names::COOP_METHODS`]).
     pub fn name(&self) -> &'static str {
         match self {
             PromptMethod::Coop => "coop",
             PromptMethod::KgCoop { .. } => "kgcoop",
             PromptMethod::ProGrad { .. } => "prograd",
             PromptMethod::Maple { .. } => "maple",
+            PromptMethod::PromptSrc { .. } => "promptsrc",
         }
     }
 
@@ -197,10 +236,12 @@ impl PromptMethod {
 
     /// Tower passes per training step relative to CoOp (the cost model's factor): ProGrad
     /// back-propagates twice per step (the loss and the distillation loss), MaPLe through both the
-    /// text and the image tower, the others once through the text tower.
+    /// text and the image tower, PromptSRC too plus a frozen image pass, the others once through the
+    /// text tower.
     pub fn passes_per_step(&self) -> f64 {
         match self {
             PromptMethod::ProGrad { .. } | PromptMethod::Maple { .. } => 2.0,
+            PromptMethod::PromptSrc { .. } => 3.0,
             _ => 1.0,
         }
     }

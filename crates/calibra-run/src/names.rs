@@ -229,11 +229,11 @@ pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];
 /// Prompt-learning methods of `[regimes.coop] methods` (and `calibra train --method`): CoOp (Zhou
 /// et al., IJCV 2022), KgCoOp (Yao et al., CVPR 2023) and ProGrad (Zhu et al., ICCV 2023), as
 /// calibra-train's `CoopMethod` implements them.
-pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd", "maple"];
+pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd", "maple", "promptsrc"];
 
 /// Prompt-learning methods of issue #25 that are not implemented yet: a recipe that asks for one is
 /// told so (and not that the name is unknown).
-pub const COOP_METHODS_NOT_IMPLEMENTED: &[&str] = &["promptsrc", "hicropl"];
+pub const COOP_METHODS_NOT_IMPLEMENTED: &[&str] = &["hicropl"];
 
 /// Why `name` is not a prompt-learning method calibra runs (`None`: it is one of [`COOP_METHODS`]):
 /// one of issue #25's methods still to come, or an unknown name. The one message of recipe
@@ -245,7 +245,7 @@ pub fn coop_method_problem(name: &str) -> Option<String> {
     let expected = COOP_METHODS.join(", ");
     Some(if is_known(COOP_METHODS_NOT_IMPLEMENTED, name) {
         format!(
-            "CoOp method `{name}` is not implemented yet (issue #25: PromptSRC and HiCroPL are \
+            "CoOp method `{name}` is not implemented yet (issue #25: HiCroPL is \
              planned); implemented: {expected}"
         )
     } else {

@@ -71,6 +71,12 @@
 //!                                     # at most the blocks of the model's smaller tower)
 //! maple_n_ctx = 2                     # optional; MaPLe's context tokens per layer, default 2; MaPLe's
 //!                                     # init phrase is ctx_init, else "a photo of a" (its reference)
+//! promptsrc_depth = 9                 # optional; PromptSRC's prompt depth in both towers, default 9
+//! promptsrc_n_ctx = 4                 # optional; its context tokens per layer in both towers, default 4
+//! promptsrc_text_weight = 25.0        # optional; weight of its text-feature L1 regulariser, default 25
+//! promptsrc_image_weight = 10.0       # optional; weight of its image-feature L1 regulariser, default 10
+//! promptsrc_gpa_mean = 15.0           # optional; mean (in epochs) of its Gaussian prompt aggregation
+//! promptsrc_gpa_std = 1.0             # optional; its standard deviation (all: PromptSRC's reference)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -379,6 +385,24 @@ pub struct CoopRegime {
     /// MaPLe's context tokens per layer (default [`MAPLE_DEFAULT_N_CTX`]; `n_ctx` is CoOp's).
     #[serde(default)]
     pub maple_n_ctx: Option<u32>,
+    /// PromptSRC's prompt depth in both towers (default [`PROMPTSRC_DEFAULT_DEPTH`]).
+    #[serde(default)]
+    pub promptsrc_depth: Option<u32>,
+    /// PromptSRC's context tokens per layer in both towers (default [`PROMPTSRC_DEFAULT_N_CTX`]).
+    #[serde(default)]
+    pub promptsrc_n_ctx: Option<u32>,
+    /// Weight of PromptSRC's text-feature L1 term (default [`PROMPTSRC_DEFAULT_TEXT_WEIGHT`]).
+    #[serde(default)]
+    pub promptsrc_text_weight: Option<f64>,
+    /// Weight of PromptSRC's image-feature L1 term (default [`PROMPTSRC_DEFAULT_IMAGE_WEIGHT`]).
+    #[serde(default)]
+    pub promptsrc_image_weight: Option<f64>,
+    /// Mean of PromptSRC's Gaussian prompt aggregation, in epochs (default [`PROMPTSRC_DEFAULT_GPA_MEAN`]).
+    #[serde(default)]
+    pub promptsrc_gpa_mean: Option<f64>,
+    /// Its standard deviation (default [`PROMPTSRC_DEFAULT_GPA_STD`]).
+    #[serde(default)]
+    pub promptsrc_gpa_std: Option<f64>,
     /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,
@@ -416,6 +440,21 @@ pub const MAPLE_DEFAULT_DEPTH: u32 = 9;
 /// MaPLe's reference context tokens per layer (`N_CTX`, same config).
 pub const MAPLE_DEFAULT_N_CTX: u32 = 2;
 
+/// PromptSRC's reference prompt depth of both towers (`PROMPT_DEPTH_TEXT`, `PROMPT_DEPTH_VISION`,
+/// `muzairkhattak/PromptSRC configs/trainers/PromptSRC/vit_b16_c2_ep20_batch4_4+4ctx.yaml`), as
+/// calibra-train's `CoopMethod::PROMPTSRC_DEFAULT`.
+pub const PROMPTSRC_DEFAULT_DEPTH: u32 = 9;
+/// PromptSRC's reference context tokens per layer of both towers (`N_CTX_TEXT`, `N_CTX_VISION`).
+pub const PROMPTSRC_DEFAULT_N_CTX: u32 = 4;
+/// PromptSRC's reference weight of the text L1 term (`TEXT_LOSS_WEIGHT`).
+pub const PROMPTSRC_DEFAULT_TEXT_WEIGHT: f64 = 25.0;
+/// PromptSRC's reference weight of the image L1 term (`IMAGE_LOSS_WEIGHT`).
+pub const PROMPTSRC_DEFAULT_IMAGE_WEIGHT: f64 = 10.0;
+/// PromptSRC's reference mean of the Gaussian prompt aggregation (`GPA_MEAN`).
+pub const PROMPTSRC_DEFAULT_GPA_MEAN: f64 = 15.0;
+/// PromptSRC's reference standard deviation of the aggregation (`GPA_STD`).
+pub const PROMPTSRC_DEFAULT_GPA_STD: f64 = 1.0;
+
 impl CoopRegime {
     /// The method names of the section (`methods`, else `["coop"]`).
     pub fn method_names(&self) -> Vec<String> {
@@ -440,6 +479,14 @@ impl CoopRegime {
                 "maple" => Some(PromptMethod::Maple {
                     depth: self.maple_depth.unwrap_or(MAPLE_DEFAULT_DEPTH),
                     n_ctx: self.maple_n_ctx.unwrap_or(MAPLE_DEFAULT_N_CTX),
+                }),
+                "promptsrc" => Some(PromptMethod::PromptSrc {
+                    depth: self.promptsrc_depth.unwrap_or(PROMPTSRC_DEFAULT_DEPTH),
+                    n_ctx: self.promptsrc_n_ctx.unwrap_or(PROMPTSRC_DEFAULT_N_CTX),
+                    text_weight: self.promptsrc_text_weight.unwrap_or(PROMPTSRC_DEFAULT_TEXT_WEIGHT),
+                    image_weight: self.promptsrc_image_weight.unwrap_or(PROMPTSRC_DEFAULT_IMAGE_WEIGHT),
+                    gpa_mean: self.promptsrc_gpa_mean.unwrap_or(PROMPTSRC_DEFAULT_GPA_MEAN),
+                    gpa_std: self.promptsrc_gpa_std.unwrap_or(PROMPTSRC_DEFAULT_GPA_STD),
                 }),
                 _ => None,
             })

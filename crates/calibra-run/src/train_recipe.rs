@@ -77,6 +77,10 @@ pub struct TrainPlan {
     pub maple_depth: Option<u32>,
     /// MaPLe's context tokens per layer (`None`: the reference 2).
     pub maple_n_ctx: Option<u32>,
+    /// PromptSRC's prompt depth (`None`: the reference 9).
+    pub promptsrc_depth: Option<u32>,
+    /// PromptSRC's context tokens per layer (`None`: the reference 4).
+    pub promptsrc_n_ctx: Option<u32>,
     pub calibrators: Vec<String>,
     pub perturbations: Vec<String>,
     pub severities: Vec<u32>,
@@ -152,6 +156,12 @@ impl TrainPlan {
                     prograd_temperature: self.prograd_temperature,
                     maple_depth: self.maple_depth,
                     maple_n_ctx: self.maple_n_ctx,
+                    promptsrc_depth: self.promptsrc_depth,
+                    promptsrc_n_ctx: self.promptsrc_n_ctx,
+                    promptsrc_text_weight: None,
+                    promptsrc_image_weight: None,
+                    promptsrc_gpa_mean: None,
+                    promptsrc_gpa_std: None,
                     encoders: None,
                     datasets: None,
                     label_fractions: None,
@@ -204,6 +214,8 @@ impl TrainPlan {
             ("--prograd-temperature", self.prograd_temperature.is_some(), Some("prograd")),
             ("--maple-depth", self.maple_depth.is_some(), Some("maple")),
             ("--maple-n-ctx", self.maple_n_ctx.is_some(), Some("maple")),
+            ("--promptsrc-depth", self.promptsrc_depth.is_some(), Some("promptsrc")),
+            ("--promptsrc-n-ctx", self.promptsrc_n_ctx.is_some(), Some("promptsrc")),
         ];
         let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
         for (flag, _, applies_to) in given.into_iter().filter(|g| g.1) {
@@ -311,6 +323,8 @@ mod tests {
             prograd_temperature: None,
             maple_depth: None,
             maple_n_ctx: None,
+            promptsrc_depth: None,
+            promptsrc_n_ctx: None,
             calibrators: vec!["none".into(), "temperature".into()],
             perturbations: vec!["jpeg".into(), "contrast".into()],
             severities: vec![1, 2, 3],

@@ -129,10 +129,16 @@ fn the_dry_run_and_the_shards_count_every_method() {
 #[test]
 fn bad_methods_and_values_are_named_with_key_and_line() {
     let cases = [
+        ("methods = [\"coop\", \"hicropl\"]", "regimes.coop.methods[1]", "`hicropl` is not implemented yet"),
         (
-            "methods = [\"coop\", \"promptsrc\"]",
-            "regimes.coop.methods[1]",
-            "`promptsrc` is not implemented yet",
+            "methods = [\"maple\"]\npromptsrc_depth = 3",
+            "regimes.coop.promptsrc_depth",
+            "applies to method `promptsrc`",
+        ),
+        (
+            "methods = [\"promptsrc\"]\npromptsrc_gpa_std = 0.0",
+            "regimes.coop.promptsrc_gpa_std",
+            "a positive number",
         ),
         ("methods = [\"coop\"]\nmaple_depth = 3", "regimes.coop.maple_depth", "applies to method `maple`"),
         ("methods = [\"maple\"]\nmaple_n_ctx = 0", "regimes.coop.maple_n_ctx", "must be >= 1"),

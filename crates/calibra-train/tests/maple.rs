@@ -8,55 +8,21 @@
 //! - determinism and resume: a killed run resumes to the uninterrupted prompts;
 //! - bad configs are refused by name.
 
-use std::path::{Path, PathBuf};
+#[path = "support/prompt_golden.rs"]
+mod prompt_golden;
 
-use burn::tensor::{Device, Tensor, TensorData};
+use std::path::Path;
+
+use burn::tensor::{Device, Tensor};
 use calibra_models::clip::{ClipModel, MapleConfig, MaplePromptLearner, MapleValues};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, train_maple, train_maple_learner};
+use prompt_golden::{floats, host, load, max_diff, rows_of, strings, usizes, wave};
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures")
-}
-
-fn load() -> (ClipModel, ClipTokenizer, Device) {
-    let device = Device::flex();
-    let (model, _) = ClipModel::load(fixtures().join("clip").to_str().unwrap(), &device).unwrap();
-    let tok = ClipTokenizer::from_dir(fixtures().join("tokenizer/hf")).unwrap();
-    (model, tok, device)
-}
-
 fn golden() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/maple_steps.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn floats(v: &Value) -> Vec<f32> {
-    fn rec(v: &Value, out: &mut Vec<f32>) {
-        match v {
-            Value::Array(a) => a.iter().for_each(|x| rec(x, out)),
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let mut out = Vec::new();
-    rec(v, &mut out);
-    out
-}
-
-/// The script's `wave`: `amplitude · sin(0.7·j + phase)` over the flat index, in f64, then f32.
-fn wave(n: usize, amplitude: f64, phase: f64) -> Vec<f32> {
-    (0..n).map(|j| (amplitude * (0.7 * j as f64 + phase).sin()) as f32).collect()
-}
-
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
-
-fn host(t: Tensor<2>) -> Vec<f32> {
-    t.to_data().iter::<f32>().collect()
+    prompt_golden::golden("maple_steps.json")
 }
 
 struct Case {
@@ -69,20 +35,13 @@ struct Case {
 }
 
 fn case(g: &Value, device: &Device) -> Case {
-    let shape: Vec<usize> =
-        g["image_shape"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
-    let n: usize = shape.iter().product();
-    let images = Tensor::<4>::from_data(
-        TensorData::new(wave(n, 1.0, 0.5), [shape[0], shape[1], shape[2], shape[3]]),
-        device,
-    );
     Case {
-        classnames: g["classnames"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().into()).collect(),
+        classnames: strings(&g["classnames"]),
         n_ctx: g["n_ctx"].as_u64().unwrap() as usize,
         depth: g["depth"].as_u64().unwrap() as usize,
         ctx_init: g["ctx_init"].as_str().unwrap().into(),
-        images,
-        labels: g["labels"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect(),
+        images: prompt_golden::images(g, device),
+        labels: usizes(&g["labels"]),
     }
 }
 
@@ -119,19 +78,6 @@ fn golden_config(g: &Value, c: &Case) -> CoopConfig {
         warmup_lr: g["warmup_lr"].as_f64().unwrap(),
         method: CoopMethod::Maple { depth: c.depth },
         ..CoopConfig::default()
-    }
-}
-
-/// The batch source of a test: rows of an in-memory image tensor.
-fn rows_of(
-    images: &Tensor<4>,
-) -> impl FnMut(&[usize]) -> Result<Tensor<4>, calibra_train::coop::CoopError> + '_ {
-    move |rows: &[usize]| {
-        let index = Tensor::<1, burn::tensor::Int>::from_data(
-            TensorData::new(rows.iter().map(|&r| r as i64).collect::<Vec<_>>(), [rows.len()]),
-            &images.device(),
-        );
-        Ok(images.clone().select(0, index))
     }
 }
 

@@ -12,13 +12,121 @@
 //!
 //! Block 0 sees the first-layer prompts of the input (the text `ctx` spliced into the prompt, the
 //! vision `shared` rows); the pooled rows (text EOT, vision class token) never move.
+//!
+//! [`ClassPrompts`] builds the first-layer class prompts the deep-prompt methods (MaPLe, PromptSRC's
+//! independent prompts) share: the reference code of both builds them the same way.
 
 use burn::prelude::*;
 
 use super::model::ClipModel;
+use super::prompt::normal_values;
 use super::text::ClipTextTransformer;
 use super::vision::ClipVisionTransformer;
 use crate::error::ModelError;
+use crate::tokenizer::ClipTokenizer;
+
+/// A `[rows, cols]` matrix of `N(0, 0.02²)` values from a seeded ChaCha8 stream (the reference's
+/// `nn.init.normal_(·, std=0.02)` for prompt vectors).
+pub(crate) fn normal_matrix(rows: usize, cols: usize, seed: u64, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(normal_values(rows * cols, 0.02, seed), [rows, cols]), device)
+}
+
+/// The first-layer class prompts of a deep-prompt method (reference: `MultiModalPromptLearner` /
+/// `VLPromptLearner.__init__`). The class prompt is `"{prefix} {classname}."`, tokenised and embedded
+/// by the frozen token embedding; its rows `1..1+m` are replaced by the learned context. With an init
+/// phrase and `m ≤ 4` the prefix is the whole phrase and the context starts as the embeddings of its
+/// first `m` tokens (the tokens after them stay fixed words of the prompt, as in the reference);
+/// otherwise the prefix is `m` × `"X"` and the context starts `N(0, 0.02²)` from `seed`.
+pub(crate) struct ClassPrompts {
+    /// Initial first-layer text context `[m, dt]`.
+    pub ctx: Tensor<2>,
+    /// Frozen SOT embeddings `[K, 1, dt]`.
+    pub prefix: Tensor<3>,
+    /// Frozen embeddings after the context rows `[K, L-1-m, dt]`.
+    pub suffix: Tensor<3>,
+    /// EOT position of each class prompt.
+    pub eot_positions: Vec<usize>,
+}
+
+impl ClassPrompts {
+    /// Errors (named with `method`): no classes, `m == 0`, an init phrase with fewer than `m`
+    /// tokens, or a prompt longer than the context length.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        method: &str,
+        model: &ClipModel,
+        tokenizer: &ClipTokenizer,
+        classnames: &[String],
+        m: usize,
+        ctx_init: Option<&str>,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let err = |what: String| ModelError::Input(format!("{method} prompt learner: {what}"));
+        let tok = |what: &str, e: &dyn std::fmt::Display| err(format!("{what}: {e}"));
+        if classnames.is_empty() {
+            return Err(err("no class names".into()));
+        }
+        if m == 0 {
+            return Err(err("n_ctx must be >= 1".into()));
+        }
+        let text = &model.text_model;
+        let dt = text.d_model();
+        let phrase = ctx_init.filter(|p| !p.trim().is_empty() && m <= 4);
+        let (prefix_text, ctx) = match phrase {
+            Some(phrase) => {
+                let phrase = phrase.replace('_', " ");
+                let n = tokenizer.tokenize(&phrase).map_err(|e| tok("context phrase", &e))?.len();
+                if n < m {
+                    return Err(err(format!(
+                        "the init phrase {phrase:?} has {n} tokens, fewer than n_ctx = {m}"
+                    )));
+                }
+                let ids = tokenizer.encode_padded(&phrase).map_err(|e| tok("context phrase", &e))?;
+                let ctx = text.embed_tokens(&[ids], device)?.narrow(1, 1, m).reshape([m, dt]);
+                (phrase, ctx)
+            }
+            None => (vec!["X"; m].join(" "), normal_matrix(m, dt, seed, device)),
+        };
+        let mut ids = Vec::with_capacity(classnames.len());
+        let mut eot_positions = Vec::with_capacity(classnames.len());
+        for name in classnames {
+            let prompt = format!("{prefix_text} {}.", name.replace('_', " "));
+            let what = format!("prompt {prompt:?}");
+            let full = tokenizer.encode(&prompt).map_err(|e| tok(&what, &e))?;
+            if full.len() > tokenizer.context_length() {
+                return Err(err(format!(
+                    "{what} has {} tokens, more than the context length {}",
+                    full.len(),
+                    tokenizer.context_length()
+                )));
+            }
+            let row = tokenizer.encode_padded(&prompt).map_err(|e| tok(&what, &e))?;
+            let eot = tokenizer
+                .eot_position(&row)
+                .filter(|&p| p > m)
+                .ok_or_else(|| err(format!("{what} does not fit the context length")))?;
+            ids.push(row);
+            eot_positions.push(eot);
+        }
+        let embedding = text.embed_tokens(&ids, device)?; // [K, L, dt]
+        let l = embedding.dims()[1];
+        Ok(ClassPrompts {
+            ctx,
+            prefix: embedding.clone().narrow(1, 0, 1),
+            suffix: embedding.narrow(1, 1 + m, l - 1 - m),
+            eot_positions,
+        })
+    }
+}
+
+/// The first-layer class prompts `[K, L, dt]`: `[prefix_k, ctx, suffix_k]`.
+pub(crate) fn assemble(prefix: &Tensor<3>, ctx: Tensor<2>, suffix: &Tensor<3>) -> Tensor<3> {
+    let k = prefix.dims()[0];
+    let [m, dt] = ctx.dims();
+    let ctx = ctx.unsqueeze_dim::<3>(0).expand([k, m, dt]);
+    Tensor::cat(vec![prefix.clone(), ctx, suffix.clone()], 1)
+}
 
 /// `x` with rows `start..start + m` of every sequence replaced by `rows: [m, d]`.
 fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {

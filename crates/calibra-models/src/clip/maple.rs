@@ -29,8 +29,8 @@ use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::deep_prompts::{ClassPrompts, assemble, normal_matrix};
 use super::model::{ClipModel, l2_normalize};
-use super::prompt::normal_values;
 use crate::error::ModelError;
 use crate::tokenizer::ClipTokenizer;
 
@@ -97,10 +97,6 @@ fn torch_default_linear(d_in: usize, d_out: usize, seed: u64, device: &Device) -
     linear_with(w.to_vec(), b.to_vec(), d_in, d_out, device)
 }
 
-fn tok_err(what: &str, e: impl std::fmt::Display) -> ModelError {
-    ModelError::Input(format!("MaPLe prompt learner: {what}: {e}"))
-}
-
 impl MapleConfig {
     /// Checks the depth against `model` and the context size.
     pub fn validate(&self, model: &ClipModel) -> Result<(), ModelError> {
@@ -120,8 +116,7 @@ impl MapleConfig {
 
     /// Builds the learner for `classnames` on `model`'s frozen token embedding.
     ///
-    /// Errors: a depth outside `1..=blocks`, no classes, an init phrase with fewer than `n_ctx`
-    /// tokens, or a prompt that does not fit the context length.
+    /// Errors: a depth outside `1..=blocks`, or what [`ClassPrompts::new`] refuses.
     pub fn init(
         &self,
         model: &ClipModel,
@@ -130,70 +125,33 @@ impl MapleConfig {
         device: &Device,
     ) -> Result<MaplePromptLearner, ModelError> {
         self.validate(model)?;
-        let k = classnames.len();
-        if k == 0 {
-            return Err(ModelError::Input("MaPLe prompt learner: no class names".into()));
-        }
-        let text = &model.text_model;
-        let (m, dt) = (self.n_ctx, text.d_model());
+        let prompts = ClassPrompts::new(
+            "MaPLe",
+            model,
+            tokenizer,
+            classnames,
+            self.n_ctx,
+            self.ctx_init.as_deref(),
+            self.seed,
+            device,
+        )?;
+        let (m, dt) = (self.n_ctx, model.text_model.d_model());
         let dv = model.vision_model.class_embedding.dims()[0];
-        let phrase = self.ctx_init.as_ref().filter(|p| !p.trim().is_empty() && m <= 4);
-        let (prefix_text, ctx) = match phrase {
-            Some(phrase) => {
-                let phrase = phrase.replace('_', " ");
-                let n = tokenizer.tokenize(&phrase).map_err(|e| tok_err("context phrase", e))?.len();
-                if n < m {
-                    return Err(ModelError::Input(format!(
-                        "MaPLe: the init phrase {phrase:?} has {n} tokens, fewer than n_ctx = {m}"
-                    )));
-                }
-                let ids = tokenizer.encode_padded(&phrase).map_err(|e| tok_err("context phrase", e))?;
-                let ctx = text.embed_tokens(&[ids], device)?.narrow(1, 1, m).reshape([m, dt]);
-                (phrase, ctx)
-            }
-            None => {
-                let values = normal_values(m * dt, 0.02, self.seed);
-                (vec!["X"; m].join(" "), Tensor::<2>::from_data(TensorData::new(values, [m, dt]), device))
-            }
-        };
-        let mut ids = Vec::with_capacity(k);
-        let mut eot_positions = Vec::with_capacity(k);
-        for name in classnames {
-            let prompt = format!("{prefix_text} {}.", name.replace('_', " "));
-            let full = tokenizer.encode(&prompt).map_err(|e| tok_err(&format!("prompt {prompt:?}"), e))?;
-            if full.len() > tokenizer.context_length() {
-                return Err(ModelError::Input(format!(
-                    "MaPLe prompt {prompt:?} has {} tokens, more than the context length {}",
-                    full.len(),
-                    tokenizer.context_length()
-                )));
-            }
-            let row =
-                tokenizer.encode_padded(&prompt).map_err(|e| tok_err(&format!("prompt {prompt:?}"), e))?;
-            let eot = tokenizer.eot_position(&row).filter(|&p| p > m).ok_or_else(|| {
-                ModelError::Input(format!("MaPLe prompt {prompt:?} does not fit the context length"))
-            })?;
-            ids.push(row);
-            eot_positions.push(eot);
-        }
-        let embedding = text.embed_tokens(&ids, device)?; // [K, L, dt]
-        let l = embedding.dims()[1];
         let depth = self.depth - 1;
         let deep_text = (0..depth)
             .map(|j| {
-                let values = normal_values(m * dt, 0.02, self.seed.wrapping_add(1000 + j as u64));
-                Param::from_tensor(Tensor::<2>::from_data(TensorData::new(values, [m, dt]), device))
+                Param::from_tensor(normal_matrix(m, dt, self.seed.wrapping_add(1000 + j as u64), device))
             })
             .collect();
         let one = torch_default_linear(dt, dv, self.seed.wrapping_add(2000), device);
         Ok(MaplePromptLearner {
-            ctx: Param::from_tensor(ctx),
+            ctx: Param::from_tensor(prompts.ctx),
             proj: torch_default_linear(dt, dv, self.seed.wrapping_add(3000), device),
             deep_text,
             deep_proj: vec![one; depth],
-            token_prefix: embedding.clone().narrow(1, 0, 1),
-            token_suffix: embedding.narrow(1, 1 + m, l - 1 - m),
-            eot_positions,
+            token_prefix: prompts.prefix,
+            token_suffix: prompts.suffix,
+            eot_positions: prompts.eot_positions,
         })
     }
 }
@@ -295,10 +253,7 @@ impl MaplePromptLearner {
 
     /// The first-layer class prompts `[K, L, dt]`: `[prefix_k, ctx, suffix_k]`.
     pub fn prompts(&self) -> Tensor<3> {
-        let k = self.n_classes();
-        let [m, dt] = self.ctx.dims();
-        let ctx = self.ctx.val().unsqueeze_dim::<3>(0).expand([k, m, dt]);
-        Tensor::cat(vec![self.token_prefix.clone(), ctx, self.token_suffix.clone()], 1)
+        assemble(&self.token_prefix, self.ctx.val(), &self.token_suffix)
     }
 
     /// Text features `[K, p]` of the prompted text tower (projected, not normalised).

@@ -1,21 +1,25 @@
 //! CLIP vision and text towers (Hugging Face `CLIPModel` numerics), the joint model, the zero-shot
-//! classifier, the CoOp prompt learner and MaPLe's deep multi-modal prompts; native OpenCLIP checkpoints load into the same modules
+//! classifier, the CoOp prompt learner, MaPLe's coupled and PromptSRC's independent deep prompts; native OpenCLIP checkpoints load into the same modules
 //! ([`open_clip`]).
 
 pub mod deep_prompts;
+pub mod ivlp;
 pub mod keys;
 pub mod maple;
 pub mod model;
 pub mod open_clip;
 pub mod prompt;
+pub mod promptsrc_templates;
 pub mod save;
 pub mod text;
 pub mod vision;
 pub mod zero_shot;
 
+pub use ivlp::{IvlpConfig, IvlpPromptLearner, IvlpValues};
 pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};
 pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};
 pub use prompt::{ClassTokenPosition, ContextInit, PromptLearner, PromptLearnerConfig};
+pub use promptsrc_templates::PROMPTSRC_TEMPLATES;
 pub use text::{ClipTextConfig, ClipTextTransformer, EotPooling};
 pub use vision::{ClipVisionConfig, ClipVisionTransformer, TowerOutput};
 pub use zero_shot::{MVC_BENCH_TEMPLATES, ZeroShotClassifier, fill_template};

@@ -346,6 +346,16 @@ impl Recipe {
             ("kgcoop_lambda", c.kgcoop_lambda, "kgcoop", "KgCoOp's λ", false),
             ("prograd_lambda", c.prograd_lambda, "prograd", "ProGrad's λ", false),
             ("prograd_temperature", c.prograd_temperature, "prograd", "ProGrad's temperature", true),
+            ("promptsrc_text_weight", c.promptsrc_text_weight, "promptsrc", "PromptSRC's text weight", false),
+            (
+                "promptsrc_image_weight",
+                c.promptsrc_image_weight,
+                "promptsrc",
+                "PromptSRC's image weight",
+                false,
+            ),
+            ("promptsrc_gpa_mean", c.promptsrc_gpa_mean, "promptsrc", "PromptSRC's aggregation mean", false),
+            ("promptsrc_gpa_std", c.promptsrc_gpa_std, "promptsrc", "PromptSRC's aggregation std", true),
         ];
         for (key, value, method, what, strictly_positive) in params {
             let Some(v) = value else { continue };
@@ -364,24 +374,28 @@ impl Recipe {
                 );
             }
         }
-        for (key, value, what) in [
-            ("maple_depth", c.maple_depth, "MaPLe's prompt depth"),
-            ("maple_n_ctx", c.maple_n_ctx, "MaPLe's context tokens"),
-        ] {
+        let counts = [
+            ("maple_depth", c.maple_depth, "maple", "MaPLe's prompt depth"),
+            ("maple_n_ctx", c.maple_n_ctx, "maple", "MaPLe's context tokens"),
+            ("promptsrc_depth", c.promptsrc_depth, "promptsrc", "PromptSRC's prompt depth"),
+            ("promptsrc_n_ctx", c.promptsrc_n_ctx, "promptsrc", "PromptSRC's context tokens"),
+        ];
+        for (key, value, method, what) in counts {
             let Some(v) = value else { continue };
             if v == 0 {
                 problem(at.key(key), format!("{what} must be >= 1, got 0"));
             }
-            if !listed("maple") {
+            if !listed(method) {
                 problem(
                     at.key(key),
                     format!(
-                        "`{key}` applies to method `maple`, which `methods` does not list (methods: {})",
+                        "`{key}` applies to method `{method}`, which `methods` does not list (methods: {})",
                         methods.join(", ")
                     ),
                 );
             }
         }
+
         // Each (method, loss) is one record probe; a loss label like `kgcoop+ce` could repeat another
         // method's. (A method listed twice, or a loss label used twice, is reported above.)
         let mut probes: BTreeMap<String, (String, String)> = BTreeMap::new();

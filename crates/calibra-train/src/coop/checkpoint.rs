@@ -20,6 +20,9 @@ pub(crate) struct CoopState {
     pub classnames: Vec<String>,
     pub n_train: usize,
     pub losses: Vec<f64>,
+    /// PromptSRC: the Gaussian prompt aggregate of the epochs done so far (flat parameter values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Vec<f64>>,
 }
 
 impl From<crate::checkpoint_dir::CheckpointFault> for CoopError {

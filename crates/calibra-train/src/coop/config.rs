@@ -1,6 +1,6 @@
 //! Hyper-parameters of a CoOp run ([`CoopConfig`]) and the prompt-tuning method ([`CoopMethod`]).
 
-use calibra_models::clip::{ClassTokenPosition, ContextInit, MapleConfig, PromptLearnerConfig};
+use calibra_models::clip::{ClassTokenPosition, ContextInit, IvlpConfig, MapleConfig, PromptLearnerConfig};
 use serde::{Deserialize, Serialize};
 
 use super::error::CoopError;
@@ -37,11 +37,44 @@ pub enum CoopMethod {
         /// Prompt depth J (1: the first layer only).
         depth: usize,
     },
+    /// PromptSRC (Khattak et al., ICCV 2023; `muzairkhattak/PromptSRC trainers/promptsrc.py`):
+    /// independent deep prompts in both towers ([`calibra_models::clip::IvlpPromptLearner`]; the text
+    /// context size is [`CoopConfig::n_ctx`]) trained on images with the configured loss plus its
+    /// self-regularisers — L1 of the prompted to the frozen text (mean over
+    /// [`calibra_models::clip::PROMPTSRC_TEMPLATES`]) and image features, KL of the prompted to the
+    /// frozen logits — and Gaussian-weighted prompt aggregation over epochs.
+    PromptSrc {
+        /// Text prompt depth (`PROMPT_DEPTH_TEXT`, reference 9).
+        depth_text: usize,
+        /// Vision prompt depth (`PROMPT_DEPTH_VISION`, reference 9).
+        depth_vision: usize,
+        /// Vision context tokens (`N_CTX_VISION`, reference 4).
+        n_ctx_vision: usize,
+        /// Weight of the text L1 term (`TEXT_LOSS_WEIGHT`, reference 25).
+        text_weight: f64,
+        /// Weight of the image L1 term (`IMAGE_LOSS_WEIGHT`, reference 10).
+        image_weight: f64,
+        /// Mean of the Gaussian over epochs 1..=N (`GPA_MEAN`, reference 15).
+        gpa_mean: f64,
+        /// Its standard deviation (`GPA_STD`, reference 1).
+        gpa_std: f64,
+    },
 }
 
 impl CoopMethod {
     /// MaPLe with the reference prompt depth 9 (`PROMPT_DEPTH`).
     pub const MAPLE_DEFAULT: CoopMethod = CoopMethod::Maple { depth: 9 };
+    /// PromptSRC with its reference values
+    /// (`configs/trainers/PromptSRC/vit_b16_c2_ep20_batch4_4+4ctx.yaml`).
+    pub const PROMPTSRC_DEFAULT: CoopMethod = CoopMethod::PromptSrc {
+        depth_text: 9,
+        depth_vision: 9,
+        n_ctx_vision: 4,
+        text_weight: 25.0,
+        image_weight: 10.0,
+        gpa_mean: 15.0,
+        gpa_std: 1.0,
+    };
     /// KgCoOp with the reference weight λ = 8 (spec §E2).
     pub const KGCOOP_DEFAULT: CoopMethod = CoopMethod::KgCoop { lambda: 8.0 };
     /// ProGrad with the reference λ = 1, T = 1 (spec §E3).
@@ -54,6 +87,7 @@ impl CoopMethod {
             CoopMethod::KgCoop { .. } => "kgcoop",
             CoopMethod::ProGrad { .. } => "prograd",
             CoopMethod::Maple { .. } => "maple",
+            CoopMethod::PromptSrc { .. } => "promptsrc",
         }
     }
 
@@ -65,7 +99,7 @@ impl CoopMethod {
     /// Whether the method prompts the image tower too, so that it trains on images rather than on
     /// cached image features ([`crate::coop::train_maple`]).
     pub fn prompts_images(&self) -> bool {
-        matches!(self, CoopMethod::Maple { .. })
+        matches!(self, CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. })
     }
 }
 
@@ -183,14 +217,37 @@ impl CoopConfig {
                 if depth == 0 {
                     return Err(CoopError::Config("MaPLe depth must be >= 1".into()));
                 }
-                if self.csc || self.class_position != ClassTokenPosition::End {
-                    return Err(CoopError::Config(
-                        "MaPLe has one shared context before the class name: csc must be false and \
-                         class_position \"end\""
-                            .into(),
-                    ));
+            }
+            CoopMethod::PromptSrc {
+                depth_text,
+                depth_vision,
+                n_ctx_vision,
+                text_weight,
+                image_weight,
+                gpa_mean,
+                gpa_std,
+            } => {
+                if depth_text == 0 || depth_vision == 0 || n_ctx_vision == 0 {
+                    return Err(CoopError::Config(format!(
+                        "PromptSRC depths ({depth_text}, {depth_vision}) and n_ctx_vision ({n_ctx_vision}) must \
+                         be >= 1"
+                    )));
+                }
+                finite_at_least("PromptSRC text_weight", text_weight, 0.0)?;
+                finite_at_least("PromptSRC image_weight", image_weight, 0.0)?;
+                if !(gpa_mean.is_finite() && gpa_std.is_finite() && gpa_std > 0.0) {
+                    return Err(CoopError::Config(format!(
+                        "PromptSRC gpa_mean ({gpa_mean}) must be finite and gpa_std ({gpa_std}) positive"
+                    )));
                 }
             }
+        }
+        if self.method.prompts_images() && (self.csc || self.class_position != ClassTokenPosition::End) {
+            return Err(CoopError::Config(format!(
+                "{} has one shared context before the class name: csc must be false and class_position \
+                 \"end\"",
+                self.method.name()
+            )));
         }
         if self.zero_shot_template.matches("{}").count() != 1 {
             return Err(CoopError::Config(format!(
@@ -214,6 +271,37 @@ impl CoopConfig {
             method: CoopMethod::MAPLE_DEFAULT,
             ..CoopConfig::default()
         }
+    }
+
+    /// PromptSRC's reference run (`configs/trainers/PromptSRC/vit_b16_c2_ep20_batch4_4+4ctx.yaml` with
+    /// Dassl's SGD defaults): 4 text context tokens from "a photo of a", the reference
+    /// [`CoopMethod::PROMPTSRC_DEFAULT`], lr 0.0025, batch 4, 20 epochs, 1 warm-up epoch at 1e-5.
+    pub fn promptsrc_reference() -> Self {
+        CoopConfig {
+            n_ctx: 4,
+            ctx_init: Some("a photo of a".into()),
+            epochs: 20,
+            batch_size: 4,
+            lr: 0.0025,
+            method: CoopMethod::PROMPTSRC_DEFAULT,
+            ..CoopConfig::default()
+        }
+    }
+
+    /// The IVLP learner config of a PromptSRC run (`None` for the other methods).
+    pub fn promptsrc_learner(&self) -> Option<IvlpConfig> {
+        let CoopMethod::PromptSrc { depth_text, depth_vision, n_ctx_vision, .. } = self.method else {
+            return None;
+        };
+        Some(
+            IvlpConfig::new()
+                .with_n_ctx_text(self.n_ctx)
+                .with_n_ctx_vision(n_ctx_vision)
+                .with_depth_text(depth_text)
+                .with_depth_vision(depth_vision)
+                .with_ctx_init(self.ctx_init.clone())
+                .with_seed(self.seed),
+        )
     }
 
     /// The MaPLe learner config of a MaPLe run (`None` for the other methods).

@@ -179,7 +179,7 @@ pub fn train_prompt_learner(
     config.validate()?;
     if config.method.prompts_images() {
         return Err(CoopError::Config(format!(
-            "{} prompts the image tower and trains on images, not on cached features: use train_maple",
+            "{} prompts the image tower and trains on images, not on cached features: use train_{0}",
             config.method.name()
         )));
     }
@@ -381,8 +381,11 @@ impl TrainingSteps for PromptSteps<'_> {
                 }
                 (v, grads)
             }
-            CoopMethod::Maple { .. } => {
-                return Err(CoopError::Config("MaPLe trains on images: use train_maple".into()));
+            CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. } => {
+                return Err(CoopError::Config(format!(
+                    "{} trains on images: use train_{0}",
+                    self.config.method.name()
+                )));
             }
         };
         let grad_norm =
@@ -409,6 +412,7 @@ impl TrainingSteps for PromptSteps<'_> {
             classnames: self.classnames.to_vec(),
             n_train: self.labels.len(),
             losses: losses.to_vec(),
+            aggregate: None,
         };
         checkpoint::write(dir, learner, &self.optimizer, &state)
     }

@@ -1,0 +1,158 @@
+//! MaPLe and PromptSRC fits on a CLIP-style checkpoint: unlike CoOp, these methods prompt the image
+//! tower too, so their fits train on images and predict through their own prompted image tower;
+//! nothing is shared through the store's image-feature cache (those features are the unprompted
+//! tower's).
+//!
+//! Training images are the train split's label fraction, decoded and preprocessed with the
+//! encoder's preprocessing batch by batch on every step (memory does not grow with the training
+//! set; no train-time augmentation). `fits/<fit key>/train/` holds the training checkpoint (a
+//! killed fit resumes from it); the predictions of the calibration and test splits under every
+//! condition run the prompted towers on the split's images.
+
+use burn::tensor::{Device, Tensor};
+use calibra_crs::Condition;
+use calibra_data::Split;
+use calibra_models::ModelError;
+use calibra_models::clip::{
+    ClipModel, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier, l2_normalize,
+};
+use calibra_run::{ExecError, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
+use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, train_maple, train_promptsrc};
+use calibra_train::features::{PreparedPass, image_batch};
+use calibra_train::losses::Loss;
+
+use crate::RunExecutor;
+use crate::clip_features::{IMAGE_BATCH, check_rows, clip_image_features, image_request, zero_shot_logits};
+use crate::clip_fit::{ClipParts, load_clip};
+use crate::epoch_log::EpochLog;
+use crate::prompts::prompt_classnames;
+use crate::zero_shot_model::ImageTower;
+
+/// Trained prompts of either method.
+enum TrainedPrompts {
+    Maple(MaplePromptLearner),
+    PromptSrc(IvlpPromptLearner),
+}
+
+impl TrainedPrompts {
+    fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+        match self {
+            TrainedPrompts::Maple(l) => l.text_features(model),
+            TrainedPrompts::PromptSrc(l) => l.text_features(model),
+        }
+    }
+}
+
+/// A CLIP model's image tower with a method's prompts.
+struct PromptedImageTower {
+    model: ClipModel,
+    prompts: TrainedPrompts,
+}
+
+impl ImageTower for PromptedImageTower {
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        match &self.prompts {
+            TrainedPrompts::Maple(l) => l.image_features(&self.model, images),
+            TrainedPrompts::PromptSrc(l) => l.image_features(&self.model, images),
+        }
+    }
+}
+
+/// Trains the method's prompts on the train split's label fraction (resuming from
+/// `fits/<key>/train/`).
+pub(crate) fn fit<'a>(
+    executor: &'a RunExecutor,
+    fit: &'a FitSpec,
+    config: &CoopConfig,
+    loss: &dyn Loss,
+    ctx: &mut RunContext<'_>,
+) -> Result<FitOutcome<'a>, ExecError> {
+    let c = &fit.config;
+    let device = &executor.device;
+    let method = config.method.name();
+    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, &format!("{method} needs"))?;
+    let classnames = prompt_classnames(&dataset.labels.names);
+    let split = split_of(&dataset, &c.split)?;
+    let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
+    let labels = dataset.row_classes(&train_rows)?;
+    let pass =
+        PreparedPass::new(image_request(fit, (Split::Train, &Condition::Clean, c.dataset.spec.as_str()))?)?;
+    check_rows(&pass, &split.train, "train (clean)", &c.dataset.spec)?;
+    ctx.report(&format!("{method}: {} training images, decoded per batch", train_rows.len()));
+    let mut images = |rows: &[usize]| -> Result<Tensor<4>, CoopError> {
+        let rows: Vec<usize> = rows.iter().map(|&r| train_rows[r]).collect();
+        let batch = image_batch(&pass.dataset, &rows, &pass.preprocess, pass.request.condition)
+            .map_err(|e| CoopError::Data(e.to_string()))?;
+        Ok(batch.to_tensor(device))
+    };
+    let checkpoint_dir = ctx.fit_dir().join("train");
+    let mut log = EpochLog::new(method);
+    let (prompts, resumed_from) = match config.method {
+        CoopMethod::Maple { .. } => {
+            let out = train_maple(
+                &model,
+                &tokenizer,
+                &classnames,
+                &mut images,
+                &labels,
+                loss,
+                config,
+                device,
+                Some(&checkpoint_dir),
+                &mut |s| log.step(s, ctx),
+            )?;
+            (TrainedPrompts::Maple(out.learner), out.resumed_from)
+        }
+        CoopMethod::PromptSrc { .. } => {
+            let out = train_promptsrc(
+                &model,
+                &tokenizer,
+                &classnames,
+                &mut images,
+                &labels,
+                loss,
+                config,
+                device,
+                Some(&checkpoint_dir),
+                &mut |s| log.step(s, ctx),
+            )?;
+            (TrainedPrompts::PromptSrc(out.learner), out.resumed_from)
+        }
+        _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
+    };
+    log.resumed(ctx, resumed_from);
+    let head = ZeroShotClassifier {
+        classnames,
+        templates: Vec::new(),
+        class_embeddings: l2_normalize(prompts.text_features(&model)?),
+        scale: model.logit_scale_exp(),
+    };
+    let tower = PromptedImageTower { model, prompts };
+    Ok(FitOutcome::Model(Box::new(PromptedPredictor { kind: method, fit, tower, head, device })))
+}
+
+/// A trained image-prompt model: the prompted image tower's features of the request's images,
+/// scored by the prompted text tower's class features.
+struct PromptedPredictor<'a> {
+    kind: &'static str,
+    fit: &'a FitSpec,
+    tower: PromptedImageTower,
+    head: ZeroShotClassifier,
+    device: &'a Device,
+}
+
+impl Fitted for PromptedPredictor<'_> {
+    fn kind(&self) -> &str {
+        self.kind
+    }
+
+    fn predict(&self, request: &PredictRequest<'_>, ctx: &mut RunContext<'_>) -> Result<Vec<f64>, ExecError> {
+        let what = format!("{} ({})", request.split.name(), request.condition);
+        let pass =
+            PreparedPass::new(image_request(self.fit, (request.split, request.condition, request.data))?)?;
+        check_rows(&pass, request.rows, &what, request.data)?;
+        ctx.report(&format!("{}: prompted image features {what} ({} images)", self.kind, pass.indices.len()));
+        let (features, dim) = clip_image_features(&pass, &self.tower, IMAGE_BATCH, self.device, &mut |_| {})?;
+        zero_shot_logits(&self.head, &features, dim, self.device)
+    }
+}

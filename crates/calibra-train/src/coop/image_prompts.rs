@@ -1,0 +1,226 @@
+//! The training loop of the prompt methods that prompt the image tower too (MaPLe, PromptSRC): the
+//! prompts train, both CLIP towers stay frozen, and the image tower runs every step on a batch of
+//! images (its prompts change the image features), so these methods train on images, not on cached
+//! features as CoOp does.
+//!
+//! What differs between the methods is the learner ([`PromptedLearner`]) and the objective of a
+//! batch, with an optional per-epoch aggregate of the parameters ([`ImagePromptObjective`]). The
+//! rest is shared: SGD-momentum with Dassl's constant-warmup cosine (constant within an epoch), the
+//! batch order [`crate::training_loop::epoch_order`], and crash-safe checkpoints (a resumed run ends
+//! with the same prompts).
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig, decay::WeightDecayConfig};
+use burn::tensor::Tensor;
+use calibra_models::clip::ClipModel;
+
+use super::checkpoint::{self, CoopState};
+use super::config::CoopConfig;
+use super::error::CoopError;
+use super::trainer::steps_per_epoch;
+use crate::losses::finite_value;
+use crate::schedule::ConstantWarmupCosine;
+use crate::training_loop::{Batch, LoopPlan, StepReport, Stepped, TrainingSteps, at_step};
+
+/// Where the training images come from: `batch(rows)` returns the preprocessed images of training
+/// rows `rows` (indices into `0..n`), `[rows.len(), C, H, W]`, on the plain device.
+pub type ImageBatches<'a> = dyn FnMut(&[usize]) -> Result<Tensor<4>, CoopError> + 'a;
+
+/// A prompt learner the loop can train.
+pub trait PromptedLearner: Module + Clone + std::fmt::Debug {
+    /// Number of classes `K`.
+    fn n_classes(&self) -> usize;
+    /// The learner with every parameter on the autodiff view of its device (the frozen prompt
+    /// embeddings stay constants).
+    fn trainable(self) -> Self;
+    /// The global L2 norm of the gradients of every parameter.
+    fn grad_norm(&self, grads: &GradientsParams) -> f64;
+}
+
+/// A method's objective on one batch, and what it does at the end of each epoch.
+pub trait ImagePromptObjective<L> {
+    /// The loss to minimise on a batch of images (on the plain device) with their labels.
+    fn objective(
+        &mut self,
+        learner: &L,
+        model: &ClipModel,
+        images: Tensor<4>,
+        labels: &[usize],
+    ) -> Result<Tensor<1>, CoopError>;
+
+    /// After epoch `epoch` (0-based) ends, with the parameters it ended with.
+    fn epoch_end(&mut self, _learner: &L, _epoch: usize) -> Result<(), CoopError> {
+        Ok(())
+    }
+
+    /// State to checkpoint next to the parameters (restored by [`Self::restore`]).
+    fn state(&self) -> Option<Vec<f64>> {
+        None
+    }
+
+    /// Restores [`Self::state`] from a checkpoint.
+    fn restore(&mut self, _state: Option<Vec<f64>>) -> Result<(), CoopError> {
+        Ok(())
+    }
+
+    /// The learner the run returns, from the one training ended with (on the plain device).
+    fn finish(&self, learner: L) -> Result<L, CoopError> {
+        Ok(learner)
+    }
+}
+
+/// The result of an image-prompt run.
+#[derive(Debug)]
+pub struct ImagePromptOutcome<L> {
+    /// The trained prompt learner, on the plain device (inference).
+    pub learner: L,
+    /// The loss of every step, including the steps before a resume.
+    pub losses: Vec<f64>,
+    /// Optimiser steps of the whole run.
+    pub total_steps: usize,
+    /// The step a checkpoint let the run start from (`None`: from scratch).
+    pub resumed_from: Option<usize>,
+}
+
+/// The fixed inputs of a run.
+pub(crate) struct ImagePromptRun<'a> {
+    pub model: &'a ClipModel,
+    pub classnames: &'a [String],
+    pub labels: &'a [usize],
+    pub config: &'a CoopConfig,
+    pub checkpoint_dir: Option<&'a Path>,
+}
+
+/// Checks the run's inputs against `learner` and trains it (module docs).
+pub(crate) fn run_image_prompts<L, O>(
+    run: &ImagePromptRun<'_>,
+    learner: L,
+    objective: &mut O,
+    images: &mut ImageBatches<'_>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> Result<ImagePromptOutcome<L>, CoopError>
+where
+    L: PromptedLearner,
+    O: ImagePromptObjective<L>,
+{
+    let (config, classnames, labels) = (run.config, run.classnames, run.labels);
+    config.validate()?;
+    let k = classnames.len();
+    if learner.n_classes() != k {
+        return Err(CoopError::Config(format!(
+            "the {} learner has {} classes, {k} class names were given",
+            config.method.name(),
+            learner.n_classes()
+        )));
+    }
+    let n = labels.len();
+    if n == 0 {
+        return Err(CoopError::Config("the training set is empty".into()));
+    }
+    if let Some((row, &label)) = labels.iter().enumerate().find(|(_, l)| **l >= k) {
+        return Err(CoopError::Config(format!("label row {row}: class {label} is outside 0..{k}")));
+    }
+    let steps_per_epoch = steps_per_epoch(n, config.batch_size);
+    let total_steps = steps_per_epoch * config.epochs;
+    let schedule =
+        ConstantWarmupCosine::new(config.lr, config.epochs, config.warmup_epochs, config.warmup_lr)?;
+    let momentum = (config.momentum > 0.0).then(|| {
+        MomentumConfig::new().with_momentum(config.momentum).with_dampening(0.0).with_nesterov(false)
+    });
+    let decay = (config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32));
+    let mut optimizer: ModuleOptimizer =
+        SgdConfig::new().with_momentum(momentum).with_weight_decay(decay).init();
+
+    let mut learner = learner.trainable();
+    let mut start = 0;
+    let mut losses = Vec::with_capacity(total_steps);
+    let mut resumed_from = None;
+    if let Some(dir) = run.checkpoint_dir
+        && let Some((state, path)) = checkpoint::read(dir)?
+    {
+        if state.config != *config || state.n_train != n || state.classnames != classnames {
+            return Err(CoopError::Checkpoint {
+                path,
+                why: "was written by a run with another config, class names or training set; remove it \
+                      to start over"
+                    .into(),
+            });
+        }
+        (learner, optimizer) = checkpoint::load(&path, learner, optimizer)?;
+        objective.restore(state.aggregate)?;
+        start = state.step;
+        losses = state.losses;
+        resumed_from = Some(start);
+    }
+
+    let plan = LoopPlan {
+        n,
+        batch_size: config.batch_size,
+        steps_per_epoch,
+        total_steps,
+        order_seed: config.seed,
+        checkpoint_every: run.checkpoint_dir.map(|_| config.checkpoint_every),
+    };
+    let mut steps =
+        ImagePromptSteps { learner: std::marker::PhantomData, run, images, objective, schedule, optimizer };
+    let end = crate::training_loop::run(&mut steps, learner, &plan, start..total_steps, losses, progress)?;
+    let learner = steps.objective.finish(end.model.valid())?;
+    Ok(ImagePromptOutcome { learner, losses: end.losses, total_steps, resumed_from })
+}
+
+/// The image-prompt methods' part of the training loop.
+struct ImagePromptSteps<'a, 'b, 'c, L, O> {
+    learner: std::marker::PhantomData<L>,
+    run: &'a ImagePromptRun<'a>,
+    images: &'c mut ImageBatches<'b>,
+    objective: &'c mut O,
+    schedule: ConstantWarmupCosine,
+    optimizer: ModuleOptimizer,
+}
+
+impl<L: PromptedLearner, O: ImagePromptObjective<L>> TrainingSteps for ImagePromptSteps<'_, '_, '_, L, O> {
+    type Model = L;
+    type Error = CoopError;
+
+    fn step(&mut self, learner: L, batch: &Batch<'_>) -> Result<(L, Stepped), CoopError> {
+        let (step, total_steps, indices) = (batch.step, batch.total_steps, batch.indices);
+        let images = (self.images)(indices)?;
+        let batch_labels: Vec<usize> = indices.iter().map(|&i| self.run.labels[i]).collect();
+        let value = self.objective.objective(&learner, self.run.model, images, &batch_labels)?;
+        let loss_value = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
+        let grads = GradientsParams::from_grads(value.backward(), &learner);
+        let grad_norm = learner.grad_norm(&grads);
+        let lr = self.schedule.lr(batch.epoch);
+        let learner = self.optimizer.step(lr, learner, grads);
+        Ok((learner, Stepped::Updated { loss: loss_value, lr, grad_norm }))
+    }
+
+    fn epoch_end(&mut self, learner: &L, epoch: usize, _losses: &[f64]) -> Result<bool, CoopError> {
+        self.objective.epoch_end(learner, epoch)?;
+        Ok(false)
+    }
+
+    fn checkpoint(&mut self, learner: &L, done: usize, losses: &[f64], _stop: bool) -> Result<(), CoopError> {
+        let Some(dir) = self.run.checkpoint_dir else {
+            return Ok(());
+        };
+        let state = CoopState {
+            format: 1,
+            step: done,
+            config: self.run.config.clone(),
+            classnames: self.run.classnames.to_vec(),
+            n_train: self.run.labels.len(),
+            losses: losses.to_vec(),
+            aggregate: self.objective.state(),
+        };
+        checkpoint::write(dir, learner, &self.optimizer, &state)
+    }
+}
+
+/// The sum of squares of a gradient's values (a missing gradient counts 0).
+pub(crate) fn squared_norm<const D: usize>(grad: Option<Tensor<D>>) -> f64 {
+    grad.map_or(0.0, |g| g.to_data().iter::<f64>().map(|x| x * x).sum())
+}
