@@ -112,6 +112,16 @@ SUITES: dict[str, Suite] = {
         {},
         unit="s/step",
     ),
+    "deep-prompt-step": Suite(
+        "MaPLe and PromptSRC step (reference settings, depth 9), ViT-B/16 CLIP at 224 px, batch 32, K 5",
+        "calibra-train",
+        "deep_prompt_step",
+        {"DEEP_PROMPT_BENCH_STEPS": "3"},
+        ["crates/calibra-train/benches/peers/deep_prompt_step_peer.py"],
+        {"DEEP_PROMPT_BENCH_STEPS": "3"},
+        pattern=KEYED_MEDIAN,
+        unit="s/step",
+    ),
     "coop-step": Suite(
         "CoOp step, batch 32 of cached features, K 5, 16 context tokens: tiny CLIP and a ViT-B/16 text tower",
         "calibra-train",
