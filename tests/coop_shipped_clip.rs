@@ -8,9 +8,6 @@
 //! images — so it tests the gain, not the exact numbers.
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 const RECIPE: &str = r#"seeds = [0]
 label_fractions = [1.0]
 calibrators = ["none"]
@@ -40,24 +37,8 @@ const MARGIN: f64 = 0.05;
 
 #[test]
 fn coop_beats_zero_shot_on_the_shipped_tiny_clip() {
-    let dir = tempfile::tempdir().unwrap();
-    let recipe = dir.path().join("coop.toml");
-    std::fs::write(&recipe, RECIPE).unwrap();
-    let store = dir.path().join("store");
-    let out = Command::new(env!("CARGO_BIN_EXE_calibra"))
-        .args(["run", &recipe.display().to_string(), "--out", &store.display().to_string()])
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let accuracy = |probe: &str| -> f64 {
-        let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
-        let records: Vec<serde_json::Value> =
-            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let found: Vec<&serde_json::Value> = records.iter().filter(|r| r["probe"] == probe).collect();
-        assert_eq!(found.len(), 1, "one clean record of {probe}");
-        found[0]["metrics"]["accuracy"].as_f64().unwrap()
-    };
+    let records = common::run_recipe_records(RECIPE);
+    let accuracy = |probe: &str| common::probe_metric(&records, probe, "accuracy");
     let (zero_shot, coop) = (accuracy("zero-shot:P1"), accuracy("ce"));
     assert!(
         coop >= zero_shot + MARGIN,

@@ -8,9 +8,6 @@
 //! PromptSRC 0.567 (0.099).
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 const RECIPE: &str = r#"seeds = [0]
 label_fractions = [1.0]
 calibrators = ["none"]
@@ -44,23 +41,8 @@ const SLACK: f64 = 0.02;
 
 #[test]
 fn every_prompt_method_reaches_zero_shot_accuracy_on_the_shipped_tiny_clip() {
-    let dir = tempfile::tempdir().unwrap();
-    let recipe = dir.path().join("methods.toml");
-    std::fs::write(&recipe, RECIPE).unwrap();
-    let store = dir.path().join("store");
-    let out = Command::new(env!("CARGO_BIN_EXE_calibra"))
-        .args(["run", &recipe.display().to_string(), "--out", &store.display().to_string()])
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
-    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let metric = |probe: &str, name: &str| -> f64 {
-        let found: Vec<&serde_json::Value> = records.iter().filter(|r| r["probe"] == probe).collect();
-        assert_eq!(found.len(), 1, "one clean record of {probe}");
-        found[0]["metrics"][name].as_f64().unwrap()
-    };
+    let records = common::run_recipe_records(RECIPE);
+    let metric = |probe: &str, name: &str| common::probe_metric(&records, probe, name);
     let zero_shot = metric("zero-shot:P1", "accuracy");
     eprintln!("zero-shot P1: accuracy {zero_shot:.4}, ECE {:.4}", metric("zero-shot:P1", "ece"));
     for probe in ["ce", "kgcoop+ce", "prograd+ce", "maple+ce", "promptsrc+ce"] {

@@ -45,7 +45,7 @@ from transformers import CLIPModel, CLIPTokenizer
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from encoders_clip import CLASSNAMES, causal_mask  # noqa: E402
-from maple_steps import wave  # noqa: E402
+from maple_steps import f32, wave  # noqa: E402
 
 FIX = ROOT / "crates" / "calibra-models" / "tests" / "fixtures"
 OUT = ROOT / "crates" / "calibra-train" / "tests" / "golden" / "promptsrc_steps.json"
@@ -76,13 +76,6 @@ def templates() -> list[str]:
     text = TEMPLATES_RS.read_text()
     body = text[text.index("PROMPTSRC_TEMPLATES") :]
     return re.findall(r'"((?:[^"\\]|\\.)*)",', body[: body.index("];")])
-
-
-def f32(t: torch.Tensor):
-    t = t.detach().to(torch.float32)
-    if t.dim() == 0:
-        return float(f"{t.item():.9g}")
-    return [f32(x) for x in t] if t.dim() > 1 else [float(f"{v:.9g}") for v in t.tolist()]
 
 
 def dassl_lr(epoch: int) -> float:

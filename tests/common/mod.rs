@@ -144,3 +144,28 @@ pub fn assert_adapter_reproduces(ck: &Path, adapter: &Path, predictions: &Path, 
     let worst = again.iter().zip(&recorded).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(worst < 1e-5, "adapter logits differ from the recorded ones by {worst}");
 }
+
+/// Runs `calibra run` on the recipe text `recipe` from the repository root (so that its relative
+/// checkpoint paths resolve) into a fresh store, requires success, and returns every record of the
+/// store's `runs.jsonl`.
+pub fn run_recipe_records(recipe: &str) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("recipe.toml");
+    std::fs::write(&file, recipe).unwrap();
+    let store = dir.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_calibra"))
+        .args(["run", &file.display().to_string(), "--out", &store.display().to_string()])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The one record of `records` whose probe is `probe`, and its metric `name`.
+pub fn probe_metric(records: &[serde_json::Value], probe: &str, name: &str) -> f64 {
+    let found: Vec<&serde_json::Value> = records.iter().filter(|r| r["probe"] == probe).collect();
+    assert_eq!(found.len(), 1, "one clean record of {probe}");
+    found[0]["metrics"][name].as_f64().unwrap()
+}

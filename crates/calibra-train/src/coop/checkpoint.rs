@@ -41,9 +41,39 @@ pub(crate) fn read(dir: &Path) -> Result<Option<(CoopState, PathBuf)>, CoopError
     Ok(crate::checkpoint_dir::read_state(dir)?)
 }
 
+/// The learner and optimiser restored from a checkpoint with its state (`Ok`), or given back
+/// unchanged when there is no checkpoint (`Err`).
+pub(crate) type Resumed<M> = Result<(M, ModuleOptimizer, CoopState), (M, ModuleOptimizer)>;
+
+/// A run's resume point: the learner and optimiser of the newest checkpoint under `dir` and its
+/// state, or `None` when there is none. A checkpoint of another config, class names or training-set
+/// size is an error (never silently mixed in).
+pub(crate) fn resume<M: Module>(
+    dir: &Path,
+    config: &CoopConfig,
+    classnames: &[String],
+    n_train: usize,
+    learner: M,
+    optimizer: ModuleOptimizer,
+) -> Result<Resumed<M>, CoopError> {
+    let Some((state, path)) = read(dir)? else {
+        return Ok(Err((learner, optimizer)));
+    };
+    if state.config != *config || state.n_train != n_train || state.classnames != classnames {
+        return Err(CoopError::Checkpoint {
+            path,
+            why: "was written by a run with another config, class names or training set; remove it to \
+                  start over"
+                .into(),
+        });
+    }
+    let (learner, optimizer) = load(&path, learner, optimizer)?;
+    Ok(Ok((learner, optimizer, state)))
+}
+
 /// Loads the prompt learner (CoOp's context, MaPLe's prompts and couplings) and the optimiser state
 /// of checkpoint directory `path`.
-pub(crate) fn load<M: Module>(
+fn load<M: Module>(
     path: &Path,
     learner: M,
     optimizer: ModuleOptimizer,

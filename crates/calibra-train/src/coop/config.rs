@@ -1,5 +1,8 @@
 //! Hyper-parameters of a CoOp run ([`CoopConfig`]) and the prompt-tuning method ([`CoopMethod`]).
 
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{ModuleOptimizer, SgdConfig};
 use calibra_models::clip::{ClassTokenPosition, ContextInit, IvlpConfig, MapleConfig, PromptLearnerConfig};
 use serde::{Deserialize, Serialize};
 
@@ -271,6 +274,16 @@ impl CoopConfig {
             method: CoopMethod::MAPLE_DEFAULT,
             ..CoopConfig::default()
         }
+    }
+
+    /// The run's optimiser: SGD with momentum (dampening 0, no Nesterov) and weight decay added to
+    /// the gradient, as `torch.optim.SGD` (Dassl's `sgd`).
+    pub(crate) fn sgd(&self) -> ModuleOptimizer {
+        let momentum = (self.momentum > 0.0).then(|| {
+            MomentumConfig::new().with_momentum(self.momentum).with_dampening(0.0).with_nesterov(false)
+        });
+        let decay = (self.weight_decay > 0.0).then(|| WeightDecayConfig::new(self.weight_decay as f32));
+        SgdConfig::new().with_momentum(momentum).with_weight_decay(decay).init()
     }
 
     /// PromptSRC's reference run (`configs/trainers/PromptSRC/vit_b16_c2_ep20_batch4_4+4ctx.yaml` with

@@ -24,8 +24,7 @@
 
 use std::path::Path;
 
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig, decay::WeightDecayConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use calibra_models::clip::{ClipModel, PromptLearner, ZeroShotClassifier, l2_normalize};
 use calibra_models::tokenizer::ClipTokenizer;
@@ -220,33 +219,22 @@ pub fn train_prompt_learner(
     let total_steps = steps_per_epoch * config.epochs;
     let schedule =
         ConstantWarmupCosine::new(config.lr, config.epochs, config.warmup_epochs, config.warmup_lr)?;
-    let momentum = (config.momentum > 0.0).then(|| {
-        MomentumConfig::new().with_momentum(config.momentum).with_dampening(0.0).with_nesterov(false)
-    });
-    let decay = (config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32));
-    let mut optimizer: ModuleOptimizer =
-        SgdConfig::new().with_momentum(momentum).with_weight_decay(decay).init();
-
+    let mut optimizer = config.sgd();
     let ctx = learner.ctx.val().inner().autodiff();
     let mut learner = learner.with_context(ctx)?;
     let mut start = 0;
     let mut losses = Vec::with_capacity(total_steps);
     let mut resumed_from = None;
-    if let Some(dir) = checkpoint_dir
-        && let Some((state, path)) = checkpoint::read(dir)?
-    {
-        if state.config != *config || state.n_train != n || state.classnames != classnames {
-            return Err(CoopError::Checkpoint {
-                path,
-                why: "was written by a run with another config, class names or training set; remove it \
-                      to start over"
-                    .into(),
-            });
+    if let Some(dir) = checkpoint_dir {
+        match checkpoint::resume(dir, config, classnames, n, learner, optimizer)? {
+            Ok((l, o, state)) => {
+                (learner, optimizer) = (l, o);
+                start = state.step;
+                losses = state.losses;
+                resumed_from = Some(start);
+            }
+            Err((l, o)) => (learner, optimizer) = (l, o),
         }
-        (learner, optimizer) = checkpoint::load(&path, learner, optimizer)?;
-        start = state.step;
-        losses = state.losses;
-        resumed_from = Some(start);
     }
 
     let plan = LoopPlan {
