@@ -21,8 +21,10 @@ mod families;
 mod inject;
 mod linear;
 pub mod peft;
+mod slot;
 
 pub use config::{LoraConfig, LoraInit, PEFT_INERT_OPTIONS, PEFT_METADATA_KEYS, TargetModules};
 pub use error::LoraError;
 pub use inject::{LoraModel, apply_lora, extract_adapter, load_adapter};
 pub use linear::{BranchSettings, LoraBranch, LoraLinear};
+pub use slot::{FusedQkv, LoraSlot};
