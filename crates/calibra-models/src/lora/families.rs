@@ -126,6 +126,7 @@ fn resnet_lora_refused() -> LoraError {
 /// `lora.MultiheadAttention` (one branch merged into the packed `in_proj_weight` `[3·d, d]`, one on
 /// `out_proj`, always both), while calibra splits `in_proj` into q/k/v at load. Adapters under the
 /// Hugging Face names calibra uses inside could not be loaded by a PEFT user of the OpenCLIP model.
+/// The message lists what runs on the checkpoint and where LoRA does.
 fn open_clip_lora_refused() -> LoraError {
     LoraError::Config {
         field: "target_modules".into(),
@@ -133,8 +134,10 @@ fn open_clip_lora_refused() -> LoraError {
               its modules `visual.transformer.resblocks.{i}.attn` (a torch nn.MultiheadAttention, which \
               PEFT adapts as a whole: one branch merged into the packed in_proj plus one on out_proj) \
               and `visual.transformer.resblocks.{i}.mlp.c_fc` / `.mlp.c_proj` (Linears), while calibra \
-              splits in_proj into q/k/v at load; use the frozen encoder (features / probes), zero-shot \
-              or CoOp, or the Hugging Face CLIP layout of the same weights for LoRA"
+              splits in_proj into q/k/v at load. What works on it: the frozen encoder (features / \
+              probes), zero-shot and CoOp. LoRA works on the Hugging Face layouts (ViT / DeiT / ViT-MAE, \
+              DINOv2, CLIP, SigLIP: convert these weights to the Hugging Face CLIP layout) and on timm \
+              ViT checkpoints (timm's Hugging Face layout)"
             .into(),
     }
 }
