@@ -303,9 +303,14 @@ impl Encoder {
     /// (`<Family>ForImageClassification.classifier`) and, by calibra's convention, a ResNet (which has
     /// no LoRA here).
     pub fn classifier_module(&self) -> &'static str {
+        // family dispatch
         match &self.model {
             EncoderModel::TimmVit(_) => "head",
-            _ => "classifier",
+            EncoderModel::Vit(_)
+            | EncoderModel::Dinov2(_)
+            | EncoderModel::ClipVision(_)
+            | EncoderModel::SiglipVision(_)
+            | EncoderModel::ResNet(_) => "classifier",
         }
     }
 
