@@ -134,8 +134,9 @@ fn timm_lora_names_and_refusals() {
     assert!(err.contains("`head`: timm's classifier is not part of the encoder"), "{err}");
     let err = refuse(r#"{"target_modules": ["attn"]}"#);
     assert!(err.contains("`blocks.0.attn`: a container"), "{err}");
+    // timm has no separate q/k/v: the error names what there is.
     let err = refuse(r#"{"target_modules": ["q_proj"]}"#);
-    assert!(err.contains("blocks.0.attn.qkv"), "{err}");
+    assert!(err.contains("end in qkv, proj, fc1, fc2 (e.g. `blocks.0.attn.qkv`)"), "{err}");
     let err = refuse(r#"{"target_modules": ["qkv"], "use_dora": true}"#);
     assert!(err.contains("use_dora"), "{err}");
     // `head` in modules_to_save is trained whole, never wrapped (PEFT's rule): no refusal.

@@ -55,11 +55,6 @@ pub trait LoraModel: Module {
     /// The canonical name of a module named in another known spelling (transformers 4.x, the
     /// standalone `*Model` class); other names are returned unchanged.
     fn canonical_name(&self, name: &str) -> Result<String, LoraError>;
-
-    /// A one-line example of the names, for error messages.
-    fn name_example(&self) -> Result<String, LoraError> {
-        Ok(self.clone().lora_linears()?.first().map(|(n, _)| n.clone()).unwrap_or_default())
-    }
 }
 
 /// How one family names the parts of a [`TransformerBlock`].

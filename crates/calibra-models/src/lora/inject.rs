@@ -29,6 +29,14 @@ fn check_refused<M: LoraModel>(model: &M, config: &LoraConfig) -> Result<(), Lor
     if problems.is_empty() {
         return Ok(());
     }
+    Err(LoraError::Config {
+        field: "target_modules".into(),
+        why: format!("reaches modules calibra cannot wrap:\n{}\n{}", problems.join("\n"), capable(model)?),
+    })
+}
+
+/// "the LoRA-capable modules of this model end in q_proj, k_proj, … (e.g. `…`)", for error messages.
+fn capable<M: LoraModel>(model: &M) -> Result<String, LoraError> {
     let mut model = model.clone();
     let names: Vec<String> = model.lora_linears()?.into_iter().map(|(n, _)| n).collect();
     let mut suffixes: Vec<String> = Vec::new();
@@ -38,15 +46,11 @@ fn check_refused<M: LoraModel>(model: &M, config: &LoraConfig) -> Result<(), Lor
             suffixes.push(s);
         }
     }
-    Err(LoraError::Config {
-        field: "target_modules".into(),
-        why: format!(
-            "reaches modules calibra cannot wrap:\n{}\nthe LoRA-capable modules of this model end in {} (e.g. `{}`)",
-            problems.join("\n"),
-            suffixes.join(", "),
-            names.first().map(String::as_str).unwrap_or("")
-        ),
-    })
+    Ok(format!(
+        "the LoRA-capable modules of this model end in {} (e.g. `{}`)",
+        suffixes.join(", "),
+        names.first().map(String::as_str).unwrap_or("")
+    ))
 }
 
 /// Attach fresh branches to every linear `config` targets (B = 0, so the model's outputs are
@@ -81,12 +85,12 @@ pub fn apply_lora<M: LoraModel>(
         wrapped.push(name);
     }
     if wrapped.is_empty() {
-        let example = model.name_example()?;
         return Err(LoraError::Config {
             field: "target_modules".into(),
             why: format!(
-                "matched no module of this encoder (its linears are named like `{example}`; {:?})",
-                config.target_modules
+                "{:?} matched no module of this encoder; {}",
+                config.target_modules,
+                capable(model)?
             ),
         });
     }
