@@ -2,7 +2,8 @@
 //! vision tower and a tiny ViT-MAE train, each adapter names the modules as PEFT does on the family's
 //! transformers classifier (`CLIPForImageClassification`, with the recipe target `out_proj` reaching
 //! `self_attn.out_proj`; `ViTForImageClassification` for MAE), and loaded back onto the base
-//! checkpoint it gives the recorded logits.
+//! checkpoint it gives the recorded logits. A timm ViT trains too, with timm's PEFT names (the fused
+//! `attn.qkv`) and its head saved as `head`.
 
 mod common;
 
@@ -26,7 +27,8 @@ fn train_lora(ck: &Path, store: &Path, extra: &[&str]) -> (PathBuf, PeftAdapter)
     assert_eq!(fits.len(), 1);
     let adapter = fits[0].join("adapter");
     let read = PeftAdapter::read(&adapter).unwrap();
-    assert!(read.saved.contains_key("classifier.weight"));
+    let head = &read.config.modules_to_save.as_ref().unwrap()[0];
+    assert!(read.saved.contains_key(&format!("{head}.weight")), "{:?}", read.saved.keys());
     (adapter, read)
 }
 
@@ -76,5 +78,31 @@ fn lora_trains_on_a_vit_mae_pretraining_checkpoint() {
     let (adapter, read) = train_lora(&ck, &store, &[]);
     let modules: Vec<&String> = read.factors.keys().collect();
     assert!(!modules.is_empty() && modules.iter().all(|n| n.starts_with("vit.layers.")), "{modules:?}");
+    assert_reproduces_recorded_logits(&ck, &store, &adapter);
+}
+
+/// A timm ViT (timm's Hugging Face layout, the tiny `token` fixture of scripts/golden/encoders_timm.py):
+/// the recipe target `qkv` reaches timm's fused `attn.qkv` (one A `[r, d]`, one B `[3·d, r]`, as
+/// PEFT adapts it) and `out_proj` its `attn.proj`; the head is saved as `modules_to_save = ["head"]`.
+#[test]
+fn lora_trains_on_a_timm_vit_with_peft_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/timm/token");
+    let ck = tmp.path().join("timm");
+    fs::create_dir(&ck).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        fs::copy(fixture.join(file), ck.join(file)).unwrap();
+    }
+    let store = tmp.path().join("store");
+    let (adapter, read) = train_lora(&ck, &store, &["--lora-targets", "qkv,out_proj"]);
+    let modules: Vec<&String> = read.factors.keys().collect();
+    assert_eq!(
+        modules,
+        ["blocks.0.attn.proj", "blocks.0.attn.qkv", "blocks.1.attn.proj", "blocks.1.attn.qkv"]
+    );
+    let qkv = &read.factors["blocks.1.attn.qkv"];
+    assert_eq!((qkv.a.shape.as_slice(), qkv.b.shape.as_slice()), (&[8, 32][..], &[96, 8][..]));
+    assert_eq!(read.config.modules_to_save.as_deref(), Some(&["head".to_string()][..]));
     assert_reproduces_recorded_logits(&ck, &store, &adapter);
 }

@@ -98,7 +98,8 @@ pub struct TrainArgs {
     /// Dropout on the LoRA branch input.
     #[arg(long, default_value_t = 0.05)]
     pub lora_dropout: f64,
-    /// Projections that get LoRA branches (query, key, value, dense, fc1, fc2, q_proj, ...).
+    /// Projections that get LoRA branches (query, key, value, dense, fc1, fc2, q_proj, ...; on a timm
+    /// ViT: qkv, out_proj, fc1, fc2).
     #[arg(long, value_delimiter = ',', default_value = "query,value")]
     pub lora_targets: Vec<String>,
     /// CoOp: number of context vectors.

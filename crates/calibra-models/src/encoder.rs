@@ -297,6 +297,23 @@ impl Encoder {
         }
     }
 
+    /// The module name the family's classification model gives the classifier that reads
+    /// [`Self::classification_feature`], under which PEFT saves it (`modules_to_save`): `head` for a
+    /// timm ViT (`VisionTransformer.head`), `classifier` for the transformers families
+    /// (`<Family>ForImageClassification.classifier`) and, by calibra's convention, a ResNet (which has
+    /// no LoRA here).
+    pub fn classifier_module(&self) -> &'static str {
+        // family dispatch
+        match &self.model {
+            EncoderModel::TimmVit(_) => "head",
+            EncoderModel::Vit(_)
+            | EncoderModel::Dinov2(_)
+            | EncoderModel::ClipVision(_)
+            | EncoderModel::SiglipVision(_)
+            | EncoderModel::ResNet(_) => "classifier",
+        }
+    }
+
     /// What [`Self::classification_feature`] is, in words, for error messages.
     pub fn classification_feature_name(&self) -> &'static str {
         // family dispatch

@@ -124,7 +124,7 @@ fn timm_non_vit_architecture_is_refused() {
 }
 
 /// Inputs of another size than timm accepts are an error, not a wrong feature; a corrupt fused qkv
-/// is an error naming the tensor; LoRA on a timm encoder is refused; saving is refused.
+/// is an error naming the tensor; LoRA reaching the patch Conv2d is refused; saving is refused.
 #[test]
 fn timm_bad_inputs_are_errors() {
     let device = Device::flex();
@@ -133,11 +133,16 @@ fn timm_bad_inputs_are_errors() {
     assert!(err.contains("takes exactly 32x32"), "{err}");
     let err = encoder.embed(Tensor::zeros([1, 1, 32, 32], &device)).unwrap_err().to_string();
     assert!(err.contains("channels"), "{err}");
+    // LoRA names timm's modules as PEFT does; `proj` alone also reaches the patch Conv2d, refused.
     let mut lora_target = Encoder::load_dir(&fixture("token"), &device).unwrap();
     let lora: calibra_models::lora::LoraConfig =
         serde_json::from_str(r#"{"r": 2, "target_modules": ["qkv"]}"#).unwrap();
+    let wrapped = calibra_models::lora::apply_lora(&mut lora_target, &lora, 0).unwrap();
+    assert_eq!(wrapped, ["blocks.0.attn.qkv", "blocks.1.attn.qkv"]);
+    let lora: calibra_models::lora::LoraConfig =
+        serde_json::from_str(r#"{"r": 2, "target_modules": ["proj"]}"#).unwrap();
     let err = calibra_models::lora::apply_lora(&mut lora_target, &lora, 0).unwrap_err().to_string();
-    assert!(err.contains("LoRA on a timm checkpoint (vit_tiny_patch16_224) is not implemented"), "{err}");
+    assert!(err.contains("`patch_embed.proj`: timm's patch embedding is a Conv2d"), "{err}");
     let err = encoder.save_pretrained(&std::env::temp_dir().join("calibra-timm-never")).unwrap_err();
     assert!(matches!(err, ModelError::UnsupportedConfig { .. }), "{err}");
 

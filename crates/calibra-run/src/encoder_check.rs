@@ -107,7 +107,8 @@ fn has_config(dir: &Path) -> bool {
 const OPEN_CLIP_CONFIG: &str = "open_clip_config.json";
 
 /// `model_type` of `<dir>/config.json`; [`names::OPEN_CLIP_MODEL_TYPE`] for a native OpenCLIP
-/// checkpoint (`open_clip_config.json` and no `config.json`).
+/// checkpoint (`open_clip_config.json` and no `config.json`); [`names::TIMM_VIT_MODEL_TYPE`] /
+/// [`names::TIMM_RESNET_MODEL_TYPE`] for timm's layout (`architecture`, no `model_type`).
 pub fn model_type(dir: &Path) -> Result<String, String> {
     if !dir.join("config.json").is_file() && dir.join(OPEN_CLIP_CONFIG).is_file() {
         return Ok(names::OPEN_CLIP_MODEL_TYPE.to_string());
@@ -116,11 +117,21 @@ pub fn model_type(dir: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    if value.get("model_type").is_none()
+        && let Some(arch) = value.get("architecture").and_then(|v| v.as_str())
+    {
+        let timm = if arch.starts_with("resnet") {
+            names::TIMM_RESNET_MODEL_TYPE
+        } else {
+            names::TIMM_VIT_MODEL_TYPE
+        };
+        return Ok(timm.to_string());
+    }
     value
         .get("model_type")
         .and_then(|v| v.as_str())
         .map(str::to_string)
-        .ok_or_else(|| format!("{}: no string key `model_type`", path.display()))
+        .ok_or_else(|| format!("{}: no string key `model_type` (nor timm's `architecture`)", path.display()))
 }
 
 /// Whether a regime scope (`None` = every encoder) includes the encoder `name`.
@@ -343,6 +354,30 @@ mod tests {
             found[0].contains("regimes.lora") && found[0].contains("model_type `open_clip`"),
             "{found:?}"
         );
+    }
+
+    /// timm's layout (`architecture`, no `model_type`): a ViT takes LoRA, a ResNet does not.
+    #[test]
+    fn timm_checkpoints_are_named_by_architecture() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, arch: &str| {
+            let d = dir.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("config.json"), format!("{{\"architecture\": \"{arch}\"}}")).unwrap();
+            d
+        };
+        let vit = write("vit", "vit_tiny_patch16_224");
+        let resnet = write("resnet", "resnet50");
+        assert_eq!(model_type(&vit).unwrap(), names::TIMM_VIT_MODEL_TYPE);
+        assert_eq!(model_type(&resnet).unwrap(), names::TIMM_RESNET_MODEL_TYPE);
+        let encoders = format!(
+            "[[encoders]]\nsource = \"{}\"\n[[encoders]]\nsource = \"{}\"\n",
+            vit.display(),
+            resnet.display()
+        );
+        let found = problems(&recipe(&encoders, LORA), &dir.path().join("hub"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("encoder `resnet`") && found[0].contains("`timm_resnet`"), "{found:?}");
     }
 
     #[test]

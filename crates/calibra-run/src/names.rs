@@ -155,20 +155,24 @@ pub struct LoraTarget {
 /// LoRA targets: `query`/`q_proj` → `q_proj`, `key`/`k_proj` → `k_proj`, `value`/`v_proj` → `v_proj`,
 /// `out_proj` → the attention output projection (`o_proj` in ViT/DeiT/DINOv2, `self_attn.out_proj` in
 /// CLIP/SigLIP: the `self_attn.` keeps SigLIP's pooling-head `nn.MultiheadAttention` out_proj, which
-/// LoRA cannot act on, out), `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
-/// output and both MLP projections) → the attention output, `fc1`, `fc2`. The one list that recipe
+/// LoRA cannot act on, out; `attn.proj` in timm ViTs: the `attn.` keeps timm's patch-embedding Conv2d
+/// `patch_embed.proj` out), `fc1`, `fc2`, and `dense` (transformers 4.x's name for the attention
+/// output and both MLP projections) → the attention output, `fc1`, `fc2`. `qkv` → timm's fused
+/// `attn.qkv` (one Linear for q, k and v, as PEFT adapts it; timm ViTs have no separate q/k/v, so
+/// `query` / `key` / `value` match nothing there). The one list that recipe
 /// validation and LoRA construction (calibra-exec) read.
 pub const LORA_TARGETS: &[LoraTarget] = &[
     LoraTarget { name: "query", peft: &["q_proj"] },
     LoraTarget { name: "key", peft: &["k_proj"] },
     LoraTarget { name: "value", peft: &["v_proj"] },
-    LoraTarget { name: "dense", peft: &["o_proj", "self_attn.out_proj", "fc1", "fc2"] },
+    LoraTarget { name: "dense", peft: &["o_proj", "self_attn.out_proj", "attn.proj", "fc1", "fc2"] },
     LoraTarget { name: "fc1", peft: &["fc1"] },
     LoraTarget { name: "fc2", peft: &["fc2"] },
     LoraTarget { name: "q_proj", peft: &["q_proj"] },
     LoraTarget { name: "k_proj", peft: &["k_proj"] },
     LoraTarget { name: "v_proj", peft: &["v_proj"] },
-    LoraTarget { name: "out_proj", peft: &["o_proj", "self_attn.out_proj"] },
+    LoraTarget { name: "out_proj", peft: &["o_proj", "self_attn.out_proj", "attn.proj"] },
+    LoraTarget { name: "qkv", peft: &["qkv"] },
 ];
 
 /// The recipe names of [`LORA_TARGETS`], in order.
@@ -194,9 +198,10 @@ pub fn peft_targets(targets: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// `config.json` `model_type`s LoRA can be injected into (ViT/DeiT, ViT-MAE, DINOv2 with and without
-/// registers, CLIP and SigLIP vision towers; checked up front by [`crate::encoder_check`]). Not
-/// `resnet`, which calibra-models loads but whose convolutions have no LoRA here (PEFT's Conv2d LoRA is
-/// not implemented): fine-tune it with the `full` regime.
+/// registers, CLIP and SigLIP vision towers, timm ViTs ([`TIMM_VIT_MODEL_TYPE`]); checked up front by
+/// [`crate::encoder_check`]). Not `resnet` / [`TIMM_RESNET_MODEL_TYPE`], which calibra-models loads but
+/// whose convolutions have no LoRA here (PEFT's Conv2d LoRA is not implemented): fine-tune it with the
+/// `full` regime.
 pub const LORA_MODEL_TYPES: &[&str] = &[
     "vit",
     "deit",
@@ -207,7 +212,17 @@ pub const LORA_MODEL_TYPES: &[&str] = &[
     "clip_vision_model",
     "siglip",
     "siglip_vision_model",
+    TIMM_VIT_MODEL_TYPE,
 ];
+
+/// What [`crate::encoder_check`] calls a timm ViT checkpoint (timm's Hugging Face layout: `config.json`
+/// with `architecture` and no `model_type`; any architecture but a `resnet*`), which has no
+/// `model_type`.
+pub const TIMM_VIT_MODEL_TYPE: &str = "timm_vit";
+
+/// What [`crate::encoder_check`] calls a timm ResNet checkpoint (`architecture` `resnet*`, no
+/// `model_type`).
+pub const TIMM_RESNET_MODEL_TYPE: &str = "timm_resnet";
 
 /// What [`crate::encoder_check`] calls a native OpenCLIP checkpoint (`open_clip_config.json`, no
 /// `config.json`), which has no `model_type`: zero-shot and CoOp read it, LoRA does not (refused by

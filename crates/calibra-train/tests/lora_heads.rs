@@ -127,8 +127,8 @@ fn peft_made_classifier_adapters_give_peft_logits_here() {
 
 /// Give every branch a deterministic non-zero B (a fresh branch has B = 0 and would prove nothing).
 fn set_nonzero_b<M: LoraModel>(model: &mut M) {
-    for (position, (_, linear)) in model.lora_linears().unwrap().into_iter().enumerate() {
-        let Some(branch) = linear.lora.as_mut() else { continue };
+    for (position, (_, mut slot)) in model.lora_linears().unwrap().into_iter().enumerate() {
+        let Some(branch) = slot.branch_mut() else { continue };
         let [rows, cols] = branch.b.val().dims();
         let device = branch.b.val().device();
         let data: Vec<f32> =

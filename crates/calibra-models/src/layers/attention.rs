@@ -3,7 +3,7 @@
 use burn::module::Module;
 use burn::nn::LinearConfig;
 
-use crate::lora::LoraLinear;
+use crate::lora::{LoraBranch, LoraLinear};
 use burn::prelude::*;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
@@ -50,6 +50,14 @@ pub struct MultiHeadSelfAttention {
     pub v_proj: LoraLinear,
     /// Output projection `[d, d]`.
     pub o_proj: LoraLinear,
+    /// A LoRA branch over the packed q/k/v projection, as PEFT adapts timm's fused `attn.qkv`
+    /// Linear (`d → 3·d`): one A `[r, d]` and one B `[3·d, r]`, its output `[.., 3·d]` added to q,
+    /// k and v in that order (rows `0..d`, `d..2d`, `2d..3d` of timm's `qkv`). See
+    /// [`crate::lora::FusedQkv`].
+    pub qkv_lora: Option<LoraBranch>,
+    /// Whether `qkv_lora` has been folded into the q/k/v weights (then `forward` skips it).
+    #[module(skip)]
+    pub qkv_merged: bool,
     /// Number of heads.
     #[module(skip)]
     pub n_heads: usize,
@@ -78,6 +86,8 @@ impl MultiHeadSelfAttentionConfig {
             k_proj: proj(self.qkv_bias),
             v_proj: proj(self.qkv_bias),
             o_proj: proj(true),
+            qkv_lora: None,
+            qkv_merged: false,
             n_heads: self.n_heads,
             causal: self.causal,
         }
@@ -91,9 +101,15 @@ impl MultiHeadSelfAttention {
         let h = self.n_heads;
         let dh = d / h;
         let split = |t: Tensor<3>| t.reshape([b, n, h, dh]).swap_dims(1, 2);
-        let q = split(self.q_proj.forward(x.clone()));
-        let k = split(self.k_proj.forward(x.clone()));
-        let v = split(self.v_proj.forward(x));
+        let (mut q, mut k, mut v) =
+            (self.q_proj.forward(x.clone()), self.k_proj.forward(x.clone()), self.v_proj.forward(x.clone()));
+        if let (Some(branch), false) = (&self.qkv_lora, self.qkv_merged) {
+            let delta = branch.forward(x); // [b, n, 3·d]: q, k, v parts in that order
+            q = q + delta.clone().narrow(2, 0, d);
+            k = k + delta.clone().narrow(2, d, d);
+            v = v + delta.narrow(2, 2 * d, d);
+        }
+        let (q, k, v) = (split(q), split(k), split(v));
         let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: self.causal };
         let ctx = attention(q, k, v, None, None, options); // [b, h, n, dh]
         let ctx = ctx.swap_dims(1, 2).reshape([b, n, d]);

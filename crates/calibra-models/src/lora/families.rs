@@ -13,13 +13,20 @@
 //! | CLIP vision | `vision_model.encoder.layers.{i}.self_attn.{q,k,v,out}_proj`, `….mlp.fc{1,2}` | `CLIPVisionModel`'s `encoder.layers.{i}.…` |
 //! | CLIP text (in [`ClipModel`]) | `text_model.encoder.layers.{i}.self_attn.{q,k,v,out}_proj`, `….mlp.fc{1,2}` | — |
 //! | SigLIP vision | `vision_model.encoder.layers.{i}.self_attn.…` as CLIP, and the pooling head's MLP `vision_model.head.mlp.fc{1,2}` | `SiglipVisionModel`'s `encoder.layers.{i}.…`, `head.mlp.fc{1,2}` |
+//! | timm ViT (`timm.create_model`) | `blocks.{i}.attn.qkv` (fused, see below), `blocks.{i}.attn.proj`, `blocks.{i}.mlp.fc{1,2}` | — |
+//!
+//! timm's `attn.qkv` is one Linear `d → 3·d`, which PEFT adapts with one `lora_A` `[r, d]` and one
+//! `lora_B` `[3·d, r]`. calibra loads it split into q/k/v projections and puts that one branch on
+//! the attention ([`FusedQkv`]), its output split into the q, k and v parts, so the trained
+//! parameters, the saved tensors and their names are PEFT's. timm's classifier `head` is not part of
+//! the encoder: it is trained whole and saved as `modules_to_save = ["head"]`.
 //!
 //! Modules PEFT would also see but calibra cannot wrap are listed by [`LoraModel::lora_refused`] so a
 //! target that reaches them is refused instead of silently skipped: SigLIP's pooling-head attention
 //! (`torch.nn.MultiheadAttention`; PEFT's special LoRA for it merges into the packed `in_proj` and is
 //! not implemented here, and its `out_proj` is a Linear whose `forward` MHA never calls, so a branch
-//! on it would do nothing), CLIP's `visual_projection` / `text_projection`, and the attention / MLP
-//! containers (not Linears; PEFT refuses them too).
+//! on it would do nothing), CLIP's `visual_projection` / `text_projection`, timm's `patch_embed.proj`
+//! (a Conv2d) and `head`, and the attention / MLP containers (not Linears; PEFT refuses them too).
 //!
 //! LoRA on a native OpenCLIP checkpoint (loaded as a CLIP vision tower) is refused as a whole: see
 //! `open_clip_lora_refused`.
@@ -30,15 +37,17 @@ use burn::module::Module;
 use regex::Regex;
 
 use super::LoraError;
-use super::linear::LoraLinear;
+use super::slot::{FusedQkv, LoraSlot};
 use crate::clip::ClipModel;
 use crate::encoder::{Encoder, EncoderModel};
 use crate::layers::TransformerBlock;
+use crate::timm::TimmVit;
 
 /// A model whose LoRA-capable linears are known by their PEFT module names.
 pub trait LoraModel: Module {
-    /// Every LoRA-capable linear with its canonical PEFT name, in a fixed order.
-    fn lora_linears(&mut self) -> Result<Vec<(String, &mut LoraLinear)>, LoraError>;
+    /// Every LoRA-capable linear with its canonical PEFT name, in a fixed order (timm's fused
+    /// `attn.qkv` as one [`LoraSlot::FusedQkv`]).
+    fn lora_linears(&mut self) -> Result<Vec<(String, LoraSlot<'_>)>, LoraError>;
 
     /// Modules PEFT sees in the transformers model that calibra cannot wrap, each with the reason.
     fn lora_refused(&self) -> Result<Vec<(String, String)>, LoraError>;
@@ -46,11 +55,6 @@ pub trait LoraModel: Module {
     /// The canonical name of a module named in another known spelling (transformers 4.x, the
     /// standalone `*Model` class); other names are returned unchanged.
     fn canonical_name(&self, name: &str) -> Result<String, LoraError>;
-
-    /// A one-line example of the names, for error messages.
-    fn name_example(&self) -> Result<String, LoraError> {
-        Ok(self.clone().lora_linears()?.first().map(|(n, _)| n.clone()).unwrap_or_default())
-    }
 }
 
 /// How one family names the parts of a [`TransformerBlock`].
@@ -64,16 +68,16 @@ struct BlockNames {
 }
 
 impl BlockNames {
-    fn push<'a>(&self, out: &mut Vec<(String, &'a mut LoraLinear)>, blocks: &'a mut [TransformerBlock]) {
+    fn push<'a>(&self, out: &mut Vec<(String, LoraSlot<'a>)>, blocks: &'a mut [TransformerBlock]) {
         for (i, block) in blocks.iter_mut().enumerate() {
             let base = format!("{}.{i}", self.layers);
             let (attn, mlp) = (&mut block.attn, &mut block.mlp);
-            out.push((format!("{base}.{}.q_proj", self.attn), &mut attn.q_proj));
-            out.push((format!("{base}.{}.k_proj", self.attn), &mut attn.k_proj));
-            out.push((format!("{base}.{}.v_proj", self.attn), &mut attn.v_proj));
-            out.push((format!("{base}.{}.{}", self.attn, self.out), &mut attn.o_proj));
-            out.push((format!("{base}.mlp.fc1"), &mut mlp.fc1));
-            out.push((format!("{base}.mlp.fc2"), &mut mlp.fc2));
+            out.push((format!("{base}.{}.q_proj", self.attn), LoraSlot::Linear(&mut attn.q_proj)));
+            out.push((format!("{base}.{}.k_proj", self.attn), LoraSlot::Linear(&mut attn.k_proj)));
+            out.push((format!("{base}.{}.v_proj", self.attn), LoraSlot::Linear(&mut attn.v_proj)));
+            out.push((format!("{base}.{}.{}", self.attn, self.out), LoraSlot::Linear(&mut attn.o_proj)));
+            out.push((format!("{base}.mlp.fc1"), LoraSlot::Linear(&mut mlp.fc1)));
+            out.push((format!("{base}.mlp.fc2"), LoraSlot::Linear(&mut mlp.fc2)));
         }
     }
 
@@ -99,21 +103,6 @@ fn model_type(encoder: &Encoder) -> Result<String, LoraError> {
         .map_err(|e| LoraError::Config { field: "model_type".into(), why: e.to_string() })
 }
 
-/// LoRA on a timm ViT is refused: PEFT targets timm's fused `attn.qkv` as one Linear (one `lora_A`
-/// `[r, d]`, one `lora_B` `[3·d, r]`), while calibra splits `qkv` into q/k/v at load; matching
-/// PEFT's names and shapes is not implemented yet.
-fn timm_lora_refused(encoder: &Encoder) -> LoraError {
-    let arch = encoder.config.str_or("architecture", "timm").unwrap_or_else(|_| "timm".into());
-    LoraError::Config {
-        field: "target_modules".into(),
-        why: format!(
-            "LoRA on a timm checkpoint ({arch}) is not implemented yet: PEFT targets timm's fused \
-             attn.qkv Linear, which calibra splits into q/k/v at load; use the frozen encoder \
-             (features / probes) or the Hugging Face ViT/DeiT/DINOv2/CLIP/SigLIP layouts for LoRA"
-        ),
-    }
-}
-
 /// LoRA on a ResNet is refused: its layers are convolutions, and PEFT's LoRA for `nn.Conv2d` (a
 /// `lora_A` convolution of the original kernel size and stride, a 1x1 `lora_B`) is not implemented
 /// here; only LoRA on Linear layers is.
@@ -132,6 +121,7 @@ fn resnet_lora_refused() -> LoraError {
 /// `lora.MultiheadAttention` (one branch merged into the packed `in_proj_weight` `[3·d, d]`, one on
 /// `out_proj`, always both), while calibra splits `in_proj` into q/k/v at load. Adapters under the
 /// Hugging Face names calibra uses inside could not be loaded by a PEFT user of the OpenCLIP model.
+/// The message lists what runs on the checkpoint and where LoRA does.
 fn open_clip_lora_refused() -> LoraError {
     LoraError::Config {
         field: "target_modules".into(),
@@ -139,8 +129,10 @@ fn open_clip_lora_refused() -> LoraError {
               its modules `visual.transformer.resblocks.{i}.attn` (a torch nn.MultiheadAttention, which \
               PEFT adapts as a whole: one branch merged into the packed in_proj plus one on out_proj) \
               and `visual.transformer.resblocks.{i}.mlp.c_fc` / `.mlp.c_proj` (Linears), while calibra \
-              splits in_proj into q/k/v at load; use the frozen encoder (features / probes), zero-shot \
-              or CoOp, or the Hugging Face CLIP layout of the same weights for LoRA"
+              splits in_proj into q/k/v at load. What works on it: the frozen encoder (features / \
+              probes), zero-shot and CoOp. LoRA works on the Hugging Face layouts (ViT / DeiT / ViT-MAE, \
+              DINOv2, CLIP, SigLIP: convert these weights to the Hugging Face CLIP layout) and on timm \
+              ViT checkpoints (timm's Hugging Face layout)"
             .into(),
     }
 }
@@ -165,13 +157,42 @@ fn encoder_block_names(encoder: &Encoder) -> Result<BlockNames, LoraError> {
         EncoderModel::ClipVision(_) | EncoderModel::SiglipVision(_) => {
             BlockNames { layers: "vision_model.encoder.layers".into(), attn: "self_attn", out: "out_proj" }
         }
-        EncoderModel::TimmVit(_) => return Err(timm_lora_refused(encoder)),
+        // The containers' names; timm's linears are listed by `timm_push` (its qkv is fused).
+        EncoderModel::TimmVit(_) => BlockNames { layers: "blocks".into(), attn: "attn", out: "proj" },
         EncoderModel::ResNet(_) => return Err(resnet_lora_refused()),
     })
 }
 
+/// timm's PEFT names (`timm.create_model(...)`'s module paths): block `i`'s fused `attn.qkv`, its
+/// `attn.proj` and `mlp.fc{1,2}`.
+fn timm_push<'a>(out: &mut Vec<(String, LoraSlot<'a>)>, model: &'a mut TimmVit) {
+    for (i, block) in model.blocks.iter_mut().enumerate() {
+        let (qkv, proj) = FusedQkv::of(&mut block.attn);
+        out.push((format!("blocks.{i}.attn.qkv"), LoraSlot::FusedQkv(qkv)));
+        out.push((format!("blocks.{i}.attn.proj"), LoraSlot::Linear(proj)));
+        out.push((format!("blocks.{i}.mlp.fc1"), LoraSlot::Linear(&mut block.mlp.fc1)));
+        out.push((format!("blocks.{i}.mlp.fc2"), LoraSlot::Linear(&mut block.mlp.fc2)));
+    }
+}
+
+/// Modules of a timm ViT that PEFT would wrap but calibra does not.
+fn timm_refused(out: &mut Vec<(String, String)>) {
+    out.push((
+        "patch_embed.proj".into(),
+        "timm's patch embedding is a Conv2d, and PEFT's Conv2d LoRA is not implemented here; name the \
+         attention projection `attn.proj` (not `proj`) or add `patch_embed.proj` to exclude_modules"
+            .into(),
+    ));
+    out.push((
+        "head".into(),
+        "timm's classifier is not part of the encoder: train it whole with modules_to_save = [\"head\"] \
+         (as calibra's LoRA regime does), not with a LoRA branch"
+            .into(),
+    ));
+}
+
 impl LoraModel for Encoder {
-    fn lora_linears(&mut self) -> Result<Vec<(String, &mut LoraLinear)>, LoraError> {
+    fn lora_linears(&mut self) -> Result<Vec<(String, LoraSlot<'_>)>, LoraError> {
         let names = encoder_block_names(self)?;
         let mut out = Vec::new();
         // family dispatch
@@ -182,20 +203,24 @@ impl LoraModel for Encoder {
             EncoderModel::SiglipVision(m) => {
                 names.push(&mut out, &mut m.blocks);
                 if let Some(head) = &mut m.head {
-                    out.push(("vision_model.head.mlp.fc1".into(), &mut head.mlp.fc1));
-                    out.push(("vision_model.head.mlp.fc2".into(), &mut head.mlp.fc2));
+                    out.push(("vision_model.head.mlp.fc1".into(), LoraSlot::Linear(&mut head.mlp.fc1)));
+                    out.push(("vision_model.head.mlp.fc2".into(), LoraSlot::Linear(&mut head.mlp.fc2)));
                 }
             }
-            // encoder_block_names above has refused a timm encoder and a ResNet already.
-            EncoderModel::TimmVit(_) | EncoderModel::ResNet(_) => {}
+            EncoderModel::TimmVit(m) => timm_push(&mut out, m),
+            // encoder_block_names above has refused a ResNet already.
+            EncoderModel::ResNet(_) => {}
         }
         Ok(out)
     }
 
     fn lora_refused(&self) -> Result<Vec<(String, String)>, LoraError> {
-        let names = encoder_block_names(self)?;
         let mut out = Vec::new();
+        let names = encoder_block_names(self)?;
         names.containers(self.num_layers(), &mut out);
+        if let EncoderModel::TimmVit(_) = &self.model {
+            timm_refused(&mut out);
+        }
         if let EncoderModel::SiglipVision(m) = &self.model
             && m.head.is_some()
         {
@@ -240,14 +265,15 @@ impl LoraModel for Encoder {
                     name.to_string()
                 }
             }
-            EncoderModel::TimmVit(_) => return Err(timm_lora_refused(self)),
+            // timm's module names have one spelling.
+            EncoderModel::TimmVit(_) => name.to_string(),
             EncoderModel::ResNet(_) => return Err(resnet_lora_refused()),
         })
     }
 }
 
 impl LoraModel for ClipModel {
-    fn lora_linears(&mut self) -> Result<Vec<(String, &mut LoraLinear)>, LoraError> {
+    fn lora_linears(&mut self) -> Result<Vec<(String, LoraSlot<'_>)>, LoraError> {
         let mut out = Vec::new();
         clip_tower("vision_model").push(&mut out, &mut self.vision_model.blocks);
         clip_tower("text_model").push(&mut out, &mut self.text_model.blocks);

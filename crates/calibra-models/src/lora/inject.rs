@@ -5,7 +5,6 @@
 //! ([`LoraConfig::wraps`]). Adapters may name modules in another known spelling (transformers 4.x,
 //! the standalone `*Model` classes); they are mapped onto the canonical names on read.
 
-use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 
 pub use super::families::LoraModel;
@@ -30,6 +29,14 @@ fn check_refused<M: LoraModel>(model: &M, config: &LoraConfig) -> Result<(), Lor
     if problems.is_empty() {
         return Ok(());
     }
+    Err(LoraError::Config {
+        field: "target_modules".into(),
+        why: format!("reaches modules calibra cannot wrap:\n{}\n{}", problems.join("\n"), capable(model)?),
+    })
+}
+
+/// "the LoRA-capable modules of this model end in q_proj, k_proj, … (e.g. `…`)", for error messages.
+fn capable<M: LoraModel>(model: &M) -> Result<String, LoraError> {
     let mut model = model.clone();
     let names: Vec<String> = model.lora_linears()?.into_iter().map(|(n, _)| n).collect();
     let mut suffixes: Vec<String> = Vec::new();
@@ -39,15 +46,11 @@ fn check_refused<M: LoraModel>(model: &M, config: &LoraConfig) -> Result<(), Lor
             suffixes.push(s);
         }
     }
-    Err(LoraError::Config {
-        field: "target_modules".into(),
-        why: format!(
-            "reaches modules calibra cannot wrap:\n{}\nthe LoRA-capable modules of this model end in {} (e.g. `{}`)",
-            problems.join("\n"),
-            suffixes.join(", "),
-            names.first().map(String::as_str).unwrap_or("")
-        ),
-    })
+    Ok(format!(
+        "the LoRA-capable modules of this model end in {} (e.g. `{}`)",
+        suffixes.join(", "),
+        names.first().map(String::as_str).unwrap_or("")
+    ))
 }
 
 /// Attach fresh branches to every linear `config` targets (B = 0, so the model's outputs are
@@ -65,13 +68,12 @@ pub fn apply_lora<M: LoraModel>(
     // wrapped layers; the new branches are the only trainable model parameters.
     *model = model.clone().no_grad();
     let mut wrapped = Vec::new();
-    for (position, (name, linear)) in model.lora_linears()?.into_iter().enumerate() {
+    for (position, (name, mut slot)) in model.lora_linears()?.into_iter().enumerate() {
         if !config.wraps(&name)? {
             continue;
         }
         let (rank, alpha) = config.rank_and_alpha(&name);
-        let (d_in, d_out) = linear.dims();
-        let device = linear.base.weight.val().device();
+        let (d_in, d_out) = slot.dims();
         let settings = BranchSettings {
             rank,
             scale: config.scale(rank, alpha),
@@ -79,17 +81,16 @@ pub fn apply_lora<M: LoraModel>(
             init: config.init_lora_weights,
             seed: seed ^ (position as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        linear.base = linear.base.clone().no_grad();
-        linear.lora = Some(LoraBranch::new(d_in, d_out, &settings, &device));
+        slot.attach(LoraBranch::new(d_in, d_out, &settings, &slot.device()));
         wrapped.push(name);
     }
     if wrapped.is_empty() {
-        let example = model.name_example()?;
         return Err(LoraError::Config {
             field: "target_modules".into(),
             why: format!(
-                "matched no module of this encoder (its linears are named like `{example}`; {:?})",
-                config.target_modules
+                "{:?} matched no module of this encoder; {}",
+                config.target_modules,
+                capable(model)?
             ),
         });
     }
@@ -116,9 +117,9 @@ pub fn load_adapter<M: LoraModel>(
         }
     }
     let mut loaded = Vec::new();
-    for (name, linear) in model.lora_linears()? {
+    for (name, mut slot) in model.lora_linears()? {
         let Some(f) = by_name.remove(&name) else { continue };
-        let (d_in, d_out) = linear.dims();
+        let (d_in, d_out) = slot.dims();
         if f.a.shape[1] != d_in || f.b.shape[0] != d_out {
             problems.push(format!(
                 "`{name}`: lora_A {:?} / lora_B {:?} do not fit a {d_in} → {d_out} layer",
@@ -129,9 +130,7 @@ pub fn load_adapter<M: LoraModel>(
         let (rank, alpha) = config.rank_and_alpha(&name);
         let a = Tensor::<2>::from_data(TensorData::new(f.a.data.clone(), [f.a.shape[0], d_in]), device);
         let b = Tensor::<2>::from_data(TensorData::new(f.b.data.clone(), [d_out, f.b.shape[1]]), device);
-        linear.base = linear.base.clone().no_grad();
-        linear.lora = Some(LoraBranch::from_factors(a, b, config.scale(rank, alpha), config.lora_dropout));
-        linear.merged = false;
+        slot.attach(LoraBranch::from_factors(a, b, config.scale(rank, alpha), config.lora_dropout));
         loaded.push(name);
     }
     for name in by_name.keys() {
@@ -154,9 +153,9 @@ pub fn extract_adapter<M: LoraModel>(
 ) -> Result<PeftAdapter, LoraError> {
     let mut model = model.clone();
     let mut factors = std::collections::BTreeMap::new();
-    for (name, linear) in model.lora_linears()? {
-        let Some(branch) = &linear.lora else { continue };
-        if linear.merged {
+    for (name, slot) in model.lora_linears()? {
+        let Some(branch) = slot.branch() else { continue };
+        if slot.is_merged() {
             return Err(LoraError::Config {
                 field: name,
                 why: "the branch is merged into the base weight; unmerge before saving the adapter".into(),

@@ -8,7 +8,7 @@
 //!
 //! Three pieces, as in PEFT: [`LoraConfig`] (the `adapter_config.json` contents and the rules that
 //! pick which modules are wrapped), [`LoraLinear`] (a burn `Linear` with an optional trainable branch,
-//! merge / unmerge), and [`peft`] (adapter directories: `adapter_config.json` +
+//! merge / unmerge; [`FusedQkv`] for timm's fused `attn.qkv`, one branch over q/k/v), and [`peft`] (adapter directories: `adapter_config.json` +
 //! `adapter_model.safetensors` with PEFT key names and `[r, in]` / `[out, r]` layouts).
 //!
 //! burn 0.22 ships `Module::apply_lora`, a weight reparameterisation: it cannot apply dropout to the
@@ -21,8 +21,10 @@ mod families;
 mod inject;
 mod linear;
 pub mod peft;
+mod slot;
 
 pub use config::{LoraConfig, LoraInit, PEFT_INERT_OPTIONS, PEFT_METADATA_KEYS, TargetModules};
 pub use error::LoraError;
 pub use inject::{LoraModel, apply_lora, extract_adapter, load_adapter};
 pub use linear::{BranchSettings, LoraBranch, LoraLinear};
+pub use slot::{FusedQkv, LoraSlot};

@@ -41,8 +41,11 @@ impl Adaptation {
 /// `[CLS ‖ mean of patches]` (2·d), CLIP the mean of the patch tokens before `post_layernorm`, SigLIP
 /// the mean of the post-layernorm tokens), so that a saved adapter + head gives the same logits under
 /// `PeftModel.from_pretrained(<Family>ForImageClassification.from_pretrained(base, num_labels=K), dir)`.
-/// The head is PyTorch's `nn.Linear` layout in spirit (`classifier.weight` `[K, d]` when saved) and
-/// burn's in memory.
+/// On a timm ViT `f` is timm's `forward_head(forward_features(x), pre_logits=True)` (pooled per
+/// `global_pool`, `norm` / `fc_norm` as timm places them) and the head is timm's `head`, so the adapter
+/// loads with `PeftModel.from_pretrained(timm.create_model(..., num_classes=K), dir)`.
+/// The head is PyTorch's `nn.Linear` layout in spirit (`classifier.weight` `[K, d]` when saved, timm:
+/// `head.weight`; [`Encoder::classifier_module`]) and burn's in memory.
 #[derive(Module, Debug)]
 pub struct EncoderClassifier {
     pub encoder: Encoder,
@@ -118,13 +121,15 @@ impl EncoderClassifier {
     }
 
     /// The head as PEFT saves a `modules_to_save` classifier: `classifier.weight` `[K, d]` and
-    /// `classifier.bias` `[K]` (PyTorch layout).
+    /// `classifier.bias` `[K]` (PyTorch layout; `head.weight` / `head.bias` on a timm ViT, see
+    /// [`Encoder::classifier_module`]).
     pub fn head_tensors(&self) -> Result<BTreeMap<String, AdapterTensor>, FineTuneError> {
+        let module = self.encoder.classifier_module();
         let weight = self.head.weight.val().transpose();
         let mut out = BTreeMap::new();
-        out.insert("classifier.weight".to_string(), host(weight)?);
+        out.insert(format!("{module}.weight"), host(weight)?);
         if let Some(bias) = &self.head.bias {
-            out.insert("classifier.bias".to_string(), host(bias.val())?);
+            out.insert(format!("{module}.bias"), host(bias.val())?);
         }
         Ok(out)
     }

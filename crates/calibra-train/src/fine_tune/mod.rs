@@ -6,7 +6,8 @@
 //! under any test condition. [`save_adapted`] writes what a user takes away: a PEFT adapter directory
 //! for LoRA (the head as `modules_to_save = ["classifier"]`, on the feature the family's
 //! `<Family>ForImageClassification` classifies, so `PeftModel.from_pretrained` on that model loads it
-//! and gives the same logits), or the whole encoder in Hugging Face layout plus the head.
+//! and gives the same logits; on a timm ViT `["head"]` on timm's own pre-logits feature, for
+//! `timm.create_model`), or the whole encoder in Hugging Face layout plus the head.
 //!
 mod classifier;
 mod probe_head;
@@ -300,8 +301,9 @@ pub fn predict_logits(
 /// Write a fitted model to `dir` atomically (`calibra_core::write_dir_atomically`: a temporary sibling
 /// directory, synced, renamed into place):
 ///
-/// - LoRA: a PEFT adapter directory, `adapter_config.json` (with `modules_to_save = ["classifier"]`)
-///   + `adapter_model.safetensors` (the factors and `classifier.weight` / `classifier.bias`);
+/// - LoRA: a PEFT adapter directory, `adapter_config.json` (with `modules_to_save = ["classifier"]`,
+///   timm ViT: `["head"]`) + `adapter_model.safetensors` (the factors and `classifier.weight` /
+///   `classifier.bias`, timm: `head.weight` / `head.bias`);
 /// - full: `config.json` + `model.safetensors` of the encoder (Hugging Face layout) and
 ///   `classifier.safetensors`;
 /// - head: `classifier.safetensors` only (the encoder is the unchanged checkpoint).
@@ -311,7 +313,7 @@ pub fn save_adapted(fitted: &FineTuned, dir: &Path) -> Result<(), FineTuneError>
         match &fitted.adaptation {
             Adaptation::Lora(config) => {
                 let mut config = config.clone();
-                config.modules_to_save = Some(vec!["classifier".into()]);
+                config.modules_to_save = Some(vec![fitted.model.encoder.classifier_module().into()]);
                 config.base_model_name_or_path = Some(fitted.checkpoint.display().to_string());
                 extract_adapter(&fitted.model.encoder, &config, head)?.write(tmp)?;
             }
@@ -347,28 +349,30 @@ pub fn load_adapted_lora(
     let adapter = PeftAdapter::read(adapter_dir)?;
     let mut encoder = Encoder::load_dir(checkpoint, device)?;
     calibra_models::lora::load_adapter(&mut encoder, &adapter, device)?;
-    let weight = adapter.saved.get("classifier.weight").ok_or_else(|| {
-        FineTuneError::Invalid(format!("{}: the adapter saves no `classifier.weight`", adapter_dir.display()))
+    // `classifier` (transformers families) or `head` (timm ViT).
+    let module = encoder.classifier_module();
+    let weight = adapter.saved.get(&format!("{module}.weight")).ok_or_else(|| {
+        FineTuneError::Invalid(format!("{}: the adapter saves no `{module}.weight`", adapter_dir.display()))
     })?;
     let [k, d] = match weight.shape[..] {
         [k, d] if k > 0 && weight.data.len() == k * d => [k, d],
         _ => {
             return Err(FineTuneError::Invalid(format!(
-                "{}: `classifier.weight` has shape {:?}; a classifier needs [K, d] with K >= 1",
+                "{}: `{module}.weight` has shape {:?}; a classifier needs [K, d] with K >= 1",
                 adapter_dir.display(),
                 weight.shape
             )));
         }
     };
     classifier::check_head_input(&encoder, d).map_err(|e| {
-        FineTuneError::Invalid(format!("{}: `classifier.weight` [{k}, {d}]: {e}", adapter_dir.display()))
+        FineTuneError::Invalid(format!("{}: `{module}.weight` [{k}, {d}]: {e}", adapter_dir.display()))
     })?;
-    let bias = adapter.saved.get("classifier.bias").map(|b| b.data.clone());
+    let bias = adapter.saved.get(&format!("{module}.bias")).map(|b| b.data.clone());
     if let Some(b) = &bias
         && b.len() != k
     {
         return Err(FineTuneError::Invalid(format!(
-            "{}: `classifier.bias` has {} values, `classifier.weight` has {k} rows",
+            "{}: `{module}.bias` has {} values, `{module}.weight` has {k} rows",
             adapter_dir.display(),
             b.len()
         )));
