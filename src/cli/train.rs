@@ -332,12 +332,19 @@ mod tests {
     #[test]
     fn unimplemented_or_misplaced_methods_are_refused() {
         let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o"];
-        for method in ["maple", "promptsrc", "hicropl", "bogus"] {
+        for method in ["hicropl", "bogus"] {
             let mut flags = base.to_vec();
             flags.extend(["--regime", "coop", "--method", method]);
             let e = recipe(&flags).unwrap_err().to_string();
-            assert!(e.contains("--method") && e.contains("coop, kgcoop, prograd"), "{e}");
+            assert!(e.contains("--method") && e.contains("coop, kgcoop, prograd, maple, promptsrc"), "{e}");
             assert_eq!(e.contains("not implemented yet"), method != "bogus", "{e}");
+        }
+        // MaPLe's and PromptSRC's flags need their method.
+        for (flag, method) in [("--maple-depth", "promptsrc"), ("--promptsrc-n-ctx", "maple")] {
+            let mut flags = base.to_vec();
+            flags.extend(["--regime", "coop", "--method", method, flag, "3"]);
+            let e = recipe(&flags).unwrap_err().to_string();
+            assert!(e.contains(flag) && e.contains(&format!("not --method {method}")), "{e}");
         }
         let mut flags = base.to_vec();
         flags.extend(["--regime", "lora", "--method", "kgcoop"]);
