@@ -11,6 +11,8 @@
 
 pub mod config;
 pub mod convert;
+pub mod timm_bert;
+pub mod timm_bert_config;
 
 use std::path::Path;
 
@@ -18,6 +20,8 @@ use burn::prelude::*;
 
 pub use config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS, OpenClipConfig, is_open_clip_json};
 pub use convert::open_clip_to_hf;
+pub use timm_bert::{OpenClipTimmBert, TimmBertSources};
+pub use timm_bert_config::{TimmBertConfig, is_timm_bert_json};
 
 use super::keys::{clip_model_keymap, clip_vision_keymap};
 use super::model::read_scalar_bytes;
