@@ -24,7 +24,8 @@ Writes, under crates/calibra-models/tests/fixtures/biomedclip/:
   preprocessing size), so a real BiomedCLIP trunk is timm's `vit_base_patch16_224` as is; the tests
   give these arguments to calibra's loader as the trunk's `model_args`.
 - golden.json: inputs (normalised images, prompts, open_clip's token ids) and open_clip's outputs:
-  `encode_image`, `encode_text` (not normalised), `logits = logit_scale.exp() * normalize(img) @
+  the trunk's feature (`visual.trunk(x)`: timm's pooled, normed class token, what `calibra features`
+  reads), `encode_image`, `encode_text` (not normalised), `logits = logit_scale.exp() * normalize(img) @
   normalize(txt).T`, and a zero-shot head (class names x templates: normalise, average, renormalise,
   as calibra's `ZeroShotClassifier`) with its logits.
 - tokenizer.json: for golden strings (accents, CJK, emoji, control characters, punctuation, long
@@ -271,6 +272,7 @@ def main() -> None:
     images = torch.randn(3, 3, 32, 32, generator=g)
     ids = tok(PROMPTS)
     with torch.no_grad():
+        trunk = model.visual.trunk(images)
         img = model.encode_image(images)
         txt = model.encode_text(ids)
         logits = model.logit_scale.exp() * F.normalize(img, dim=-1) @ F.normalize(txt, dim=-1).T
@@ -278,6 +280,7 @@ def main() -> None:
         "images": f32(images),
         "prompts": PROMPTS,
         "ids": ids.tolist(),
+        "trunk_features": f32(trunk),
         "image_features": f32(img),
         "text_features": f32(txt),
         "logit_scale": f32(model.logit_scale.reshape(())),

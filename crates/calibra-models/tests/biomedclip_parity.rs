@@ -146,7 +146,8 @@ fn shipped_trunk_sizes_do_not_fit_the_reduced_fixture() {
     // file is refused as too small for it, not loaded approximately.
     let hub = fixtures().join("hub");
     let sources = TimmBertSources { hub_cache: Some(&hub), ..Default::default() };
-    assert!(OpenClipTimmBert::load_with(&fixtures().join("model"), &sources, &Device::flex()).is_err());
+    let err = OpenClipTimmBert::load_with(&fixtures().join("model"), &sources, &Device::flex()).unwrap_err();
+    assert!(err.to_string().contains("open_clip_model.safetensors holds only"), "{err}");
 }
 
 #[test]
@@ -164,4 +165,20 @@ fn leftover_tensors_are_refused() {
     safetensors::serialize_to_file(views, None, &dir.path().join("open_clip_model.safetensors")).unwrap();
     let err = load(dir.path()).err().unwrap();
     assert!(err.contains("logit_bias"), "{err}");
+}
+
+#[test]
+fn trunk_features_match_open_clip_and_the_encoder_loads_the_trunk() {
+    let device = Device::flex();
+    let g = read_json(&fixtures().join("golden.json"));
+    let dir = fixtures().join("model");
+    let (trunk, _) = OpenClipTimmBert::load_trunk(&dir, &trunk_args(), &device).unwrap();
+    let (data, shape) = flat(&g["images"]);
+    let images =
+        Tensor::<4>::from_data(TensorData::new(data, [shape[0], shape[1], shape[2], shape[3]]), &device);
+    max_diff("trunk features", trunk.forward(images, false).unwrap().cls, &g["trunk_features"]);
+    // `calibra features` (Encoder::load) takes the trunk with timm's own sizes for its name, as
+    // open_clip does: vit_base_patch16_224 (768 wide), which the reduced fixture file cannot hold.
+    let err = calibra_models::Encoder::load(dir.to_str().unwrap(), &device).unwrap_err().to_string();
+    assert!(err.contains("open_clip_model.safetensors holds only"), "{err}");
 }

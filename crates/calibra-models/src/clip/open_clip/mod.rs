@@ -35,6 +35,13 @@ pub fn is_open_clip_dir(dir: &Path) -> bool {
     dir.join(OPEN_CLIP_CONFIG).is_file() && !dir.join("config.json").is_file()
 }
 
+/// Whether `dir` is an OpenCLIP checkpoint with a timm trunk and a Hugging Face text tower
+/// (BiomedCLIP-style; loads as [`OpenClipTimmBert`], not as a [`ClipModel`]).
+pub fn is_timm_bert_dir(dir: &Path) -> bool {
+    is_open_clip_dir(dir)
+        && read_config(&dir.join(OPEN_CLIP_CONFIG)).is_ok_and(|c| is_timm_bert_json(&c.json))
+}
+
 /// Whether a loaded encoder configuration came from an `open_clip_config.json`.
 pub fn is_open_clip_config(cfg: &HfConfig) -> bool {
     cfg.path.file_name().is_some_and(|n| n == OPEN_CLIP_CONFIG) && is_open_clip_json(&cfg.json)

@@ -27,7 +27,7 @@ use crate::bert::{BertConfig, BertModel, bert_rules};
 use crate::clip::model::read_scalar_bytes;
 use crate::clip::{ZeroShotClassifier, l2_normalize};
 use crate::error::ModelError;
-use crate::hf::load::load_safetensors_bytes;
+use crate::hf::load::{check_fits_file, load_safetensors_bytes};
 use crate::hf::resolve::hf_hub_cache;
 use crate::hf::{KeyMap, LoadOptions, read_config};
 use crate::timm::{TimmVit, split_fused_qkv, timm_vit_key_map};
@@ -136,9 +136,8 @@ impl OpenClipTimmBert {
         sources: &TimmBertSources<'_>,
         device: &Device,
     ) -> Result<(Self, TimmBertConfig, WordPieceTokenizer), ModelError> {
-        let file = read_config(&dir.join(OPEN_CLIP_CONFIG))?;
-        let config = TimmBertConfig::from_json(&file)?;
-        let trunk_cfg = config.trunk_config(&sources.trunk_model_args)?;
+        let (trunk, config) = Self::load_trunk(dir, &sources.trunk_model_args, device)?;
+        let file = &config.file;
         let bert_path = config.bert_config_path(sources.hub_cache)?;
         let bert_cfg = BertConfig::from_hf(&read_config(&bert_path)?)?;
         let tok_dir = config.tokenizer_dir(dir, sources.hub_cache)?;
@@ -167,12 +166,8 @@ impl OpenClipTimmBert {
             });
         }
         let opts = LoadOptions::default();
-        let mut trunk = trunk_cfg.init(device);
-        let trunk_bytes = split_fused_qkv(&with_prefix(&st, "visual.trunk.", &weights)?, &weights)?;
-        load_safetensors_bytes(&mut trunk, trunk_bytes, &weights, &timm_vit_key_map(), &opts)?;
-
         let e = config.embed_dim;
-        let d_vision = trunk_cfg.embed_dim;
+        let d_vision = trunk.embed_dim();
         let mut visual_proj = LinearConfig::new(d_vision, e).with_bias(config.timm_proj_bias).init(device);
         let head = KeyMap::new("open_clip-timm-head").strip_prefix("proj.");
         load_safetensors_bytes(
@@ -216,6 +211,35 @@ impl OpenClipTimmBert {
         let logit_scale = read_scalar_bytes(&bytes, &weights, "logit_scale")?;
         let model = Self { trunk, visual_proj, text, text_proj, logit_scale };
         Ok((model, config, tokenizer))
+    }
+
+    /// The vision trunk alone (`visual.trunk.*`, the frozen image encoder of `calibra features`:
+    /// timm's pooled, normed feature, before `visual.head.proj`), with the checkpoint's options.
+    /// `trunk_model_args` as in [`TimmBertSources`] (empty for a shipped checkpoint).
+    pub fn load_trunk(
+        dir: &Path,
+        trunk_model_args: &serde_json::Map<String, serde_json::Value>,
+        device: &Device,
+    ) -> Result<(TimmVit, TimmBertConfig), ModelError> {
+        let file = read_config(&dir.join(OPEN_CLIP_CONFIG))?;
+        let config = TimmBertConfig::from_json(&file)?;
+        let trunk_cfg = config.trunk_config(trunk_model_args)?;
+        let weights = dir.join(OPEN_CLIP_WEIGHTS);
+        check_fits_file(&file, &weights, trunk_cfg.min_weights())?;
+        let bytes =
+            std::fs::read(&weights).map_err(|source| ModelError::Io { path: weights.clone(), source })?;
+        let st = SafeTensors::deserialize(&bytes)
+            .map_err(|e| ModelError::Store { path: weights.clone(), message: e.to_string() })?;
+        let mut trunk = trunk_cfg.init(device);
+        let trunk_bytes = split_fused_qkv(&with_prefix(&st, "visual.trunk.", &weights)?, &weights)?;
+        load_safetensors_bytes(
+            &mut trunk,
+            trunk_bytes,
+            &weights,
+            &timm_vit_key_map(),
+            &LoadOptions::default(),
+        )?;
+        Ok((trunk, config))
     }
 
     /// `exp(logit_scale)`.

@@ -1,0 +1,90 @@
+//! A BiomedCLIP-style OpenCLIP directory (timm ViT trunk + BERT text tower + WordPiece tokenizer
+//! files; the tiny fixture of calibra-models written by scripts/golden/encoders_biomedclip.py) is
+//! routed by `calibra zero-shot` / `calibra features` to calibra's timm-trunk + BERT loader, and
+//! `calibra train --regime coop` refuses it by name.
+//!
+//! The fixture's trunk has reduced sizes that open_clip's `TimmModel` would not build from the name
+//! `vit_base_patch16_224` alone (its numerics are checked against open_clip in calibra-models'
+//! biomedclip_parity test, given those sizes), so here the loaders reach the weights file and refuse
+//! it as too small for timm's ViT-B/16: the proof that they took the BiomedCLIP path.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::calibra;
+
+const DATA: &str = "synth:derm?n=60&size=32";
+
+fn checkpoint(dir: &Path) -> PathBuf {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/biomedclip/model");
+    let ck = dir.join("tiny-biomedclip");
+    fs::create_dir_all(&ck).unwrap();
+    for f in [
+        "open_clip_config.json",
+        "open_clip_model.safetensors",
+        "vocab.txt",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ] {
+        fs::copy(src.join(f), ck.join(f)).unwrap();
+    }
+    ck
+}
+
+#[test]
+fn zero_shot_and_features_take_the_biomedclip_loader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = checkpoint(tmp.path());
+    let out = tmp.path().join("zs");
+    let args = ["zero-shot", "--encoder", ck.to_str().unwrap(), "--data", DATA, "--templates", "P1", "--out"];
+    let mut args = args.to_vec();
+    args.push(out.to_str().unwrap());
+    let run = calibra(&args);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("BiomedCLIP-style") && stderr.contains("holds only"), "{stderr}");
+
+    let out = tmp.path().join("f.safetensors");
+    let run = calibra(&[
+        "features",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--split",
+        "test",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("open_clip_model.safetensors holds only"), "{stderr}");
+}
+
+#[test]
+fn coop_is_refused_on_a_bert_text_tower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = checkpoint(tmp.path());
+    let store = tmp.path().join("store");
+    let run = calibra(&[
+        "train",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--regime",
+        "coop",
+        "--n-ctx",
+        "4",
+        "--epochs",
+        "1",
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("BERT text tower") && stderr.contains("CoOp is not implemented"), "{stderr}");
+}
