@@ -160,9 +160,17 @@ fn leftover_tensors_are_refused() {
     let bytes = std::fs::read(src.join("open_clip_model.safetensors")).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
     let mut views: Vec<(String, safetensors::tensor::TensorView<'_>)> = st.tensors().into_iter().collect();
+    // An old transformers' persistent `position_ids` buffer is ignored, as transformers ignores it.
+    let positions: Vec<u8> = (0i64..32).flat_map(|i| i.to_le_bytes()).collect();
+    let position_ids =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![1, 32], &positions).unwrap();
+    views.push(("text.transformer.embeddings.position_ids".to_string(), position_ids));
+    let out = dir.path().join("open_clip_model.safetensors");
+    safetensors::serialize_to_file(views.clone(), None, &out).unwrap();
+    load(dir.path()).unwrap();
     let extra = st.tensor("logit_scale").unwrap();
     views.push(("logit_bias".to_string(), extra));
-    safetensors::serialize_to_file(views, None, &dir.path().join("open_clip_model.safetensors")).unwrap();
+    safetensors::serialize_to_file(views, None, &out).unwrap();
     let err = load(dir.path()).err().unwrap();
     assert!(err.contains("logit_bias"), "{err}");
 }

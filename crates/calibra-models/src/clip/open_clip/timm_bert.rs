@@ -139,7 +139,9 @@ impl OpenClipTimmBert {
         let (trunk, config) = Self::load_trunk(dir, &sources.trunk_model_args, device)?;
         let file = &config.file;
         let bert_path = config.bert_config_path(sources.hub_cache)?;
-        let bert_cfg = BertConfig::from_hf(&read_config(&bert_path)?)?;
+        let bert_file = read_config(&bert_path)?;
+        let bert_cfg = BertConfig::from_hf(&bert_file)?;
+        check_fits_file(&bert_file, &dir.join(OPEN_CLIP_WEIGHTS), bert_cfg.min_weights())?;
         let tok_dir = config.tokenizer_dir(dir, sources.hub_cache)?;
         let tokenizer = WordPieceTokenizer::from_dir(&tok_dir)
             .map_err(|e| file.invalid(format!("tokenizer in {}: {e}", tok_dir.display())))?;
@@ -179,7 +181,8 @@ impl OpenClipTimmBert {
         )?;
 
         let mut text = bert_cfg.init(device);
-        let bert_map = bert_rules(KeyMap::new("bert"), "", "")?;
+        // transformers before 4.31 saved `position_ids` (0..max_positions) as a persistent buffer.
+        let bert_map = bert_rules(KeyMap::new("bert"), "", "")?.ignore(r"^embeddings\.position_ids$")?;
         load_safetensors_bytes(
             &mut text,
             with_prefix(&st, "text.transformer.", &weights)?,
