@@ -10,10 +10,10 @@ Writes, under crates/calibra-models/tests/fixtures/biomedclip/:
 - model/: a tiny random `CustomTextCLIP` in the hub layout BiomedCLIP ships
   (`microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224`): `open_clip_config.json` (BiomedCLIP's
   `model_cfg` with `hf_model_name` / `hf_tokenizer_name` the real BiomedBERT name, only the sizes
-  reduced), `open_clip_model.safetensors` (float32), and the tokenizer files
-  `BertTokenizerFast.save_pretrained` writes (`tokenizer.json`, `tokenizer_config.json`) plus the
-  `vocab.txt` below. open_clip tokenises a `local-dir:` checkpoint with the tokenizer files of that
-  directory (`factory.get_tokenizer`).
+  reduced), `open_clip_model.safetensors` (float32), and the tokenizer files: `vocab.txt` (a small
+  uncased vocabulary written here) and what `BertTokenizerFast.save_pretrained` writes
+  (`tokenizer.json`, `tokenizer_config.json`). open_clip tokenises a `local-dir:` checkpoint with the
+  tokenizer files of that directory (`factory.get_tokenizer`).
 - hub/: a Hugging Face hub cache holding only the BERT `config.json` of the text tower under the
   BiomedBERT name (`models--microsoft--BiomedNLP-BiomedBERT-base-uncased-abstract`): open_clip's
   `HFTextEncoder` reads the BERT configuration with `AutoConfig.from_pretrained(hf_model_name)`, and
@@ -23,7 +23,11 @@ Writes, under crates/calibra-models/tests/fixtures/biomedclip/:
   (`TimmModel` builds the trunk from its name alone; `vision_cfg.image_size` only sets the
   preprocessing size), so a real BiomedCLIP trunk is timm's `vit_base_patch16_224` as is; the tests
   give these arguments to calibra's loader as the trunk's `model_args`.
-- golden.json: inputs (normalised images, prompts, open_clip's token ids) and open_clip's outputs:
+- avg_linear/: the same layout with the other options calibra implements: `timm_pool` "avg"
+  (open_clip's default: the trunk's `global_pool` reset to a mean over the patch tokens, its final
+  norm unchanged), `timm_proj_bias` true, `hf_proj_type` "linear".
+- model/golden.json, avg_linear/golden.json: inputs (normalised images, prompts, open_clip's token
+  ids) and open_clip's outputs:
   the trunk's feature (`visual.trunk(x)`: timm's pooled, normed class token, what `calibra features`
   reads), `encode_image`, `encode_text` (not normalised), `logits = logit_scale.exp() * normalize(img) @
   normalize(txt).T`, and a zero-shot head (class names x templates: normalise, average, renormalise,
@@ -146,12 +150,11 @@ def randomise(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) / fan_in**0.5)
 
 
-def write_vocab(path: Path) -> list[str]:
+def vocabulary() -> list[str]:
     vocab = []
     for t in SPECIALS + CHARS + WORDS + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz0123456789"]:
         if t not in vocab:
             vocab.append(t)
-    path.write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     return vocab
 
 
@@ -243,32 +246,28 @@ def zero_shot(model, tok, images) -> dict:
     return {"classnames": CLASSNAMES, "templates": TEMPLATES, "class_embeddings": f32(w), "logits": f32(logits)}
 
 
-def main() -> None:
-    if FIX.exists():
-        shutil.rmtree(FIX)
-    out = FIX / "model"
+def build_fixture(out: Path, model_cfg: dict, vocab: list[str], seed: int) -> None:
+    """One checkpoint directory (config, random weights, tokenizer files) and its golden.json."""
     out.mkdir(parents=True)
-    vocab = write_vocab(out / "vocab.txt")
-    write_hub_config(len(vocab))
-    # The tokenizer files of the checkpoint directory.
+    # The tokenizer files of the checkpoint directory: vocab.txt (one token a line) and what
+    # save_pretrained writes (tokenizer.json, tokenizer_config.json), as BiomedCLIP ships them.
+    (out / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}).save_pretrained(out)
-    assert (out / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1] == vocab
     with open(out / "open_clip_config.json", "w") as f:
-        json.dump({"model_cfg": MODEL_CFG, "preprocess_cfg": PREPROCESS_CFG}, f, indent=2)
+        json.dump({"model_cfg": model_cfg, "preprocess_cfg": PREPROCESS_CFG}, f, indent=2)
         f.write("\n")
     # Build from the config (random weights), randomise, save, reload through open_clip.
     model = build_model(out, pretrained_text=False)
-    randomise(model, 7)
+    randomise(model, seed)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     save_file(state, out / "open_clip_model.safetensors")
     model = build_model(out)
     for k, v in model.state_dict().items():
         assert torch.equal(v, state[k]), f"{k} was not reloaded"
-    dump(FIX / "trunk_model_args.json", TRUNK_ARGS)
 
     tok = open_clip.get_tokenizer(f"local-dir:{out}")
     assert tok.context_length == CONTEXT, tok.context_length
-    g = torch.Generator().manual_seed(17)
+    g = torch.Generator().manual_seed(10 + seed)
     images = torch.randn(3, 3, 32, 32, generator=g)
     ids = tok(PROMPTS)
     with torch.no_grad():
@@ -287,14 +286,32 @@ def main() -> None:
         "logits": f32(logits),
         "zero_shot": zero_shot(model, tok, images),
     }
-    dump(FIX / "golden.json", golden)
+    dump(out / "golden.json", golden)
 
+
+def main() -> None:
+    if FIX.exists():
+        shutil.rmtree(FIX)
+    FIX.mkdir(parents=True)
+    vocab = vocabulary()
+    write_hub_config(len(vocab))
+    dump(FIX / "trunk_model_args.json", TRUNK_ARGS)
+    # BiomedCLIP's own options, and the alternatives calibra implements: timm_pool "avg" (open_clip's
+    # default), a biased head.proj, hf_proj_type "linear".
+    build_fixture(FIX / "model", MODEL_CFG, vocab, 7)
+    other = json.loads(json.dumps(MODEL_CFG))
+    other["vision_cfg"].update({"timm_pool": "avg", "timm_proj_bias": True})
+    other["text_cfg"]["hf_proj_type"] = "linear"
+    build_fixture(FIX / "avg_linear", other, vocab, 8)
+
+    out = FIX / "model"
+    tok = open_clip.get_tokenizer(f"local-dir:{out}")
     bert = BertTokenizerFast.from_pretrained(str(out))
     cases = []
     for s in TOKENIZER_STRINGS:
         cases.append({"text": s, "bert_ids": bert(s).input_ids, "open_clip_ids": tok([s])[0].tolist()})
     dump(FIX / "tokenizer.json", {"context_length": CONTEXT, "cases": cases})
-    print("wrote", FIX, "state keys:", len(state))
+    print("wrote", FIX)
 
 
 if __name__ == "__main__":

@@ -220,7 +220,7 @@ mod tests {
         let sources = TimmBertSources { hub_cache: Some(&hub), trunk_model_args: args };
         let (m, config, tok) = OpenClipTimmBert::load_with(&fix.join("model"), &sources, &device).unwrap();
         let model = ZeroShotModel::TimmBert(Box::new(m), Box::new(tok), config.context_length);
-        let g = read("golden.json");
+        let g = read("model/golden.json");
         let strings = |v: &serde_json::Value| -> Vec<String> {
             v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
         };

@@ -1,8 +1,9 @@
 //! BiomedCLIP-style OpenCLIP checkpoints (timm ViT trunk + Hugging Face BERT text tower + BERT
 //! WordPiece tokenizer) against open_clip_torch 3.3.0 / transformers 5.24 on the tiny random model
 //! written by scripts/golden/encoders_biomedclip.py (tests/fixtures/biomedclip/): image features, text
-//! features and zero-shot logits within 1e-4 absolute; token ids equal to `BertTokenizerFast` and to
-//! open_clip's `HFTokenizer`.
+//! features and zero-shot logits within 1e-4 absolute, for BiomedCLIP's options (`model/`) and the
+//! other implemented ones (`avg_linear/`); token ids equal to `BertTokenizerFast` and to open_clip's
+//! `HFTokenizer`.
 //!
 //! The fixture's trunk is timm's `vit_base_patch16_224` entrypoint with reduced sizes
 //! (`trunk_model_args.json`, the arguments the script gave timm); its BERT `config.json` is in a
@@ -58,26 +59,30 @@ fn load(
     OpenClipTimmBert::load_with(dir, &sources, &Device::flex()).map_err(|e| e.to_string())
 }
 
-#[test]
-fn features_and_zero_shot_logits_match_open_clip() {
+/// Trunk, image and text features, logits and the zero-shot head of the fixture `name` against
+/// open_clip.
+fn check_fixture(name: &str) {
     let device = Device::flex();
-    let g = read_json(&fixtures().join("golden.json"));
-    let (model, config, tokenizer) = load(&fixtures().join("model")).unwrap();
+    let dir = fixtures().join(name);
+    let g = read_json(&dir.join("golden.json"));
+    let (model, config, tokenizer) = load(&dir).unwrap();
     assert_eq!(config.context_length, 20);
     assert!((model.logit_scale - g["logit_scale"].as_f64().unwrap() as f32).abs() < 1e-6);
     // open_clip's token ids for the prompts.
     let prompts: Vec<&str> = g["prompts"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
     let ours: Vec<Vec<u32>> =
         prompts.iter().map(|p| tokenizer.encode_open_clip(p, config.context_length).unwrap()).collect();
-    assert_eq!(ours, ids(&g["ids"]));
+    assert_eq!(ours, ids(&g["ids"]), "{name}");
     let (data, shape) = flat(&g["images"]);
     let images =
         Tensor::<4>::from_data(TensorData::new(data, [shape[0], shape[1], shape[2], shape[3]]), &device);
+    let trunk = model.trunk.forward(images.clone(), false).unwrap().cls;
+    max_diff(&format!("{name} trunk features"), trunk, &g["trunk_features"]);
     let img = model.image_features(images).unwrap();
     let txt = model.text_features(&ours, &device).unwrap();
-    max_diff("image features", img.clone(), &g["image_features"]);
-    max_diff("text features", txt.clone(), &g["text_features"]);
-    max_diff("logits", model.logits(img.clone(), txt), &g["logits"]);
+    max_diff(&format!("{name} image features"), img.clone(), &g["image_features"]);
+    max_diff(&format!("{name} text features"), txt.clone(), &g["text_features"]);
+    max_diff(&format!("{name} logits"), model.logits(img.clone(), txt), &g["logits"]);
     // The zero-shot head: class names x templates, normalise, average, renormalise.
     let z = &g["zero_shot"];
     let strings = |v: &Value| -> Vec<String> {
@@ -92,8 +97,24 @@ fn features_and_zero_shot_logits_match_open_clip() {
             &device,
         )
         .unwrap();
-    max_diff("zero-shot class embeddings", head.class_embeddings.clone(), &z["class_embeddings"]);
-    max_diff("zero-shot logits", head.logits_from_features(img), &z["logits"]);
+    max_diff(
+        &format!("{name} zero-shot class embeddings"),
+        head.class_embeddings.clone(),
+        &z["class_embeddings"],
+    );
+    max_diff(&format!("{name} zero-shot logits"), head.logits_from_features(img), &z["logits"]);
+}
+
+#[test]
+fn biomedclip_options_match_open_clip() {
+    // timm_pool "", timm_proj "linear" without bias, hf_proj_type "mlp".
+    check_fixture("model");
+}
+
+#[test]
+fn avg_pool_biased_head_and_linear_text_projection_match_open_clip() {
+    // timm_pool "avg" (pooling reset after the trunk was built), timm_proj_bias, hf_proj_type "linear".
+    check_fixture("avg_linear");
 }
 
 #[test]
@@ -176,17 +197,11 @@ fn leftover_tensors_are_refused() {
 }
 
 #[test]
-fn trunk_features_match_open_clip_and_the_encoder_loads_the_trunk() {
-    let device = Device::flex();
-    let g = read_json(&fixtures().join("golden.json"));
+fn the_encoder_loads_the_trunk_with_timms_sizes_for_its_name() {
+    // `calibra features` (Encoder::load) takes the trunk (`OpenClipTimmBert::load_trunk`, checked in
+    // `check_fixture`) with timm's own sizes for its name, as open_clip does: vit_base_patch16_224
+    // (768 wide), which the reduced fixture file cannot hold.
     let dir = fixtures().join("model");
-    let (trunk, _) = OpenClipTimmBert::load_trunk(&dir, &trunk_args(), &device).unwrap();
-    let (data, shape) = flat(&g["images"]);
-    let images =
-        Tensor::<4>::from_data(TensorData::new(data, [shape[0], shape[1], shape[2], shape[3]]), &device);
-    max_diff("trunk features", trunk.forward(images, false).unwrap().cls, &g["trunk_features"]);
-    // `calibra features` (Encoder::load) takes the trunk with timm's own sizes for its name, as
-    // open_clip does: vit_base_patch16_224 (768 wide), which the reduced fixture file cannot hold.
-    let err = calibra_models::Encoder::load(dir.to_str().unwrap(), &device).unwrap_err().to_string();
+    let err = calibra_models::Encoder::load(dir.to_str().unwrap(), &Device::flex()).unwrap_err().to_string();
     assert!(err.contains("open_clip_model.safetensors holds only"), "{err}");
 }

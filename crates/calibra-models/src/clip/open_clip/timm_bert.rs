@@ -242,6 +242,9 @@ impl OpenClipTimmBert {
             &timm_vit_key_map(),
             &LoadOptions::default(),
         )?;
+        if let Some(pool) = config.timm_pool {
+            trunk.pool = pool;
+        }
         Ok((trunk, config))
     }
 

@@ -8,8 +8,9 @@
 //!   passes no size arguments; `vision_cfg.image_size` only sets the preprocessing size), its
 //!   classifier removed (`reset_classifier(0)`), then `head.proj = nn.Linear(num_features, embed_dim,
 //!   bias=timm_proj_bias)` on timm's pooled, normed feature. Implemented: a ViT trunk calibra's timm
-//!   loader knows ([`crate::timm`]), `timm_pool` `""` (the trunk's own `global_pool`) and `timm_proj`
-//!   `linear`.
+//!   loader knows ([`crate::timm`]), `timm_pool` `""` (the trunk's own `global_pool`), `token`, `avg`
+//!   (open_clip's default), `max` or `avgmax` (timm's `reset_classifier(0, global_pool=…)`: the pooling
+//!   changes, the trunk's `norm` / `fc_norm` stay as built), and `timm_proj` `linear`.
 //! - text: `AutoModel.from_config(AutoConfig.from_pretrained(hf_model_name), add_pooling_layer=False)`
 //!   (the BERT configuration is read from the hub, not from this file), then the pooler and the
 //!   projection: `hf_pooler_type` `cls_last_hidden_state_pooler` (row 0 of `last_hidden_state`) and
@@ -18,7 +19,7 @@
 //! - tokenizer: `HFTokenizer` on the tokenizer files of the checkpoint directory (`local-dir:`),
 //!   `clean="whitespace"`, padded/truncated to `text_cfg.context_length`.
 //!
-//! Refused by name: other `timm_pool` (open_clip's default `avg` included) and `timm_proj` values,
+//! Refused by name: other `timm_pool` (`abs_attn`, `rot_attn`, `map`) and `timm_proj` values,
 //! a timm architecture that is not one of calibra's ViTs, other `hf_pooler_type` (the default
 //! `mean_pooler` included) and `hf_proj_type` values, `tokenizer_mode` `clips`, `tokenizer_kwargs`
 //! other than `clean: "whitespace"` / `strip_sep_token: false`, `init_logit_bias`, `multimodal_cfg`.
@@ -34,6 +35,7 @@ use super::config::{MODEL_KEYS, TEXT_KEYS, VISION_KEYS, check_known, not_impleme
 use crate::error::ModelError;
 use crate::hf::HfConfig;
 use crate::hf::resolve::resolve_checkpoint_in;
+use crate::timm::TimmPool;
 
 /// Whether an `open_clip_config.json` describes a timm trunk with a Hugging Face text tower.
 pub fn is_timm_bert_json(json: &Value) -> bool {
@@ -57,6 +59,10 @@ pub struct TimmBertConfig {
     pub embed_dim: usize,
     /// `vision_cfg.timm_model_name`.
     pub timm_model_name: String,
+    /// `vision_cfg.timm_pool`: `None` for `""` (the trunk keeps its own `global_pool`), else the
+    /// pooling `reset_classifier(0, global_pool=…)` sets after the trunk was built (its `norm` /
+    /// `fc_norm` stay as built).
+    pub timm_pool: Option<TimmPool>,
     /// `vision_cfg.timm_proj_bias`.
     pub timm_proj_bias: bool,
     /// `text_cfg.hf_model_name` (where the BERT `config.json` comes from).
@@ -98,14 +104,22 @@ impl TimmBertConfig {
         }
         let vision = cfg.nested("vision_cfg")?;
         check_known(&vision, "vision_cfg.", VISION_KEYS)?;
-        let pool = str_of(&vision, "timm_pool", "avg")?;
-        if !pool.is_empty() {
-            return Err(not_implemented(
-                &vision,
-                "vision_cfg.timm_pool",
-                &format!("'{pool}' (open_clip's default is 'avg'); only '' — the trunk's own pooling — is"),
-            ));
-        }
+        let timm_pool = match str_of(&vision, "timm_pool", "avg")?.as_str() {
+            "" => None,
+            "token" => Some(TimmPool::Token),
+            "avg" => Some(TimmPool::Avg),
+            "max" => Some(TimmPool::Max),
+            "avgmax" => Some(TimmPool::AvgMax),
+            other => {
+                return Err(not_implemented(
+                    &vision,
+                    "vision_cfg.timm_pool",
+                    &format!(
+                        "'{other}'; only '' (the trunk's own pooling), 'token', 'avg', 'max' and 'avgmax' are"
+                    ),
+                ));
+            }
+        };
         let proj = str_of(&vision, "timm_proj", "linear")?;
         if proj != "linear" {
             return Err(not_implemented(
@@ -168,6 +182,7 @@ impl TimmBertConfig {
         Ok(Self {
             embed_dim: cfg.req_size("embed_dim")?,
             timm_model_name: vision.req_str("timm_model_name")?,
+            timm_pool,
             timm_proj_bias: vision.bool_or("timm_proj_bias", false)?,
             hf_model_name: text.req_str("hf_model_name")?,
             hf_tokenizer_name: (!hf_tokenizer_name.is_empty()).then_some(hf_tokenizer_name),
@@ -256,16 +271,23 @@ mod tests {
     fn biomedclip_config_resolves() {
         let c = TimmBertConfig::from_json(&cfg(base())).unwrap();
         assert_eq!((c.embed_dim, c.context_length, c.proj_type), (512, 256, HfProjType::Mlp));
+        assert_eq!(c.timm_pool, None);
         let trunk = c.trunk_config(&Default::default()).unwrap();
         assert_eq!((trunk.embed_dim, trunk.depth, trunk.num_heads, trunk.img_size), (768, 12, 12, 224));
     }
 
     #[test]
+    fn timm_pool_defaults_to_open_clips_avg() {
+        let mut c = base();
+        c["vision_cfg"].as_object_mut().unwrap().remove("timm_pool");
+        assert_eq!(TimmBertConfig::from_json(&cfg(c)).unwrap().timm_pool, Some(TimmPool::Avg));
+    }
+
+    #[test]
     fn unimplemented_options_are_refused_by_name() {
         for (tower, key, value, needle) in [
-            ("vision_cfg", "timm_pool", serde_json::json!("avg"), "timm_pool"),
+            ("vision_cfg", "timm_pool", serde_json::json!("abs_attn"), "timm_pool"),
             ("vision_cfg", "timm_proj", serde_json::json!("mlp"), "timm_proj"),
-            ("vision_cfg", "timm_pool", Value::Null, "timm_pool"),
             ("text_cfg", "hf_pooler_type", serde_json::json!("mean_pooler"), "hf_pooler_type"),
             ("text_cfg", "hf_proj_type", serde_json::json!("none"), "hf_proj_type"),
             ("text_cfg", "tokenizer_mode", serde_json::json!("clips"), "tokenizer_mode"),
@@ -273,11 +295,7 @@ mod tests {
             ("text_cfg", "surprise", serde_json::json!(1), "surprise"),
         ] {
             let mut c = base();
-            if value.is_null() {
-                c[tower].as_object_mut().unwrap().remove(key);
-            } else {
-                c[tower][key] = value;
-            }
+            c[tower][key] = value;
             let err = TimmBertConfig::from_json(&cfg(c)).unwrap_err().to_string();
             assert!(err.contains(needle), "{key}: {err}");
         }
