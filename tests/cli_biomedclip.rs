@@ -5,8 +5,9 @@
 //!
 //! The fixture's trunk has reduced sizes that open_clip's `TimmModel` would not build from the name
 //! `vit_base_patch16_224` alone (its numerics are checked against open_clip in calibra-models'
-//! biomedclip_parity test, given those sizes), so here the loaders reach the weights file and refuse
-//! it as too small for timm's ViT-B/16: the proof that they took the BiomedCLIP path.
+//! biomedclip_parity test, given those sizes), so here the loaders find the BERT config in the
+//! fixture's hub cache, reach the weights file and refuse it as too small for timm's ViT-B/16: the
+//! proof that they took the BiomedCLIP path.
 
 mod common;
 
@@ -34,15 +35,46 @@ fn checkpoint(dir: &Path) -> PathBuf {
     ck
 }
 
+/// `calibra ARGS` with `HF_HUB_CACHE` set to `hub` (for the child process only).
+fn calibra_with_cache(args: &[&str], hub: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_calibra"))
+        .args(args)
+        .env("HF_HUB_CACHE", hub)
+        .output()
+        .expect("the calibra binary runs")
+}
+
 #[test]
 fn zero_shot_and_features_take_the_biomedclip_loader() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
+    let hub =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/biomedclip/hub");
     let out = tmp.path().join("zs");
-    let args = ["zero-shot", "--encoder", ck.to_str().unwrap(), "--data", DATA, "--templates", "P1", "--out"];
-    let mut args = args.to_vec();
-    args.push(out.to_str().unwrap());
-    let run = calibra(&args);
+    let zero_shot = [
+        "zero-shot",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--templates",
+        "P1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    // Without the BERT config.json of hf_model_name in the hub cache: named, with what to download.
+    let empty = tmp.path().join("empty-hub");
+    let run = calibra_with_cache(&zero_shot, &empty);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(
+            "huggingface-cli download microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract config.json"
+        ),
+        "{stderr}"
+    );
+    // With it: the BERT config is read, then the trunk (timm's ViT-B/16 sizes) does not fit the file.
+    let run = calibra_with_cache(&zero_shot, &hub);
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("BiomedCLIP-style") && stderr.contains("holds only"), "{stderr}");

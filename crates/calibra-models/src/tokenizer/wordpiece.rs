@@ -171,6 +171,13 @@ impl WordPieceTokenizer {
                 };
                 let id = u32::try_from(id)
                     .map_err(|_| format_err(path, format!("added token id {id} does not fit u32")))?;
+                // Matched in the normalised text by tokenizers; only raw matching is implemented.
+                if t["normalized"].as_bool() == Some(true) {
+                    return Err(format_err(
+                        path,
+                        format!("added token {content:?} has normalized=true, which is not implemented"),
+                    ));
+                }
                 added.push((content.to_string(), id));
             }
         }

@@ -118,6 +118,25 @@ fn with_prefix(st: &SafeTensors<'_>, prefix: &str, path: &Path) -> Result<Vec<u8
         .map_err(|e| ModelError::Store { path: path.into(), message: e.to_string() })
 }
 
+/// The timm trunk (`visual.trunk.*` of `st`, read from `weights`) with `config`'s `timm_pool`.
+fn trunk_from(
+    config: &TimmBertConfig,
+    st: &SafeTensors<'_>,
+    weights: &Path,
+    trunk_model_args: &serde_json::Map<String, serde_json::Value>,
+    device: &Device,
+) -> Result<TimmVit, ModelError> {
+    let trunk_cfg = config.trunk_config(trunk_model_args)?;
+    check_fits_file(&config.file, weights, trunk_cfg.min_weights())?;
+    let mut trunk = trunk_cfg.init(device);
+    let trunk_bytes = split_fused_qkv(&with_prefix(st, "visual.trunk.", weights)?, weights)?;
+    load_safetensors_bytes(&mut trunk, trunk_bytes, weights, &timm_vit_key_map(), &LoadOptions::default())?;
+    if let Some(pool) = config.timm_pool {
+        trunk.pool = pool;
+    }
+    Ok(trunk)
+}
+
 impl OpenClipTimmBert {
     /// Loads the BiomedCLIP-style checkpoint in `dir` (`open_clip_config.json` +
     /// `open_clip_model.safetensors`), the BERT configuration from the Hugging Face cache (see
@@ -136,7 +155,7 @@ impl OpenClipTimmBert {
         sources: &TimmBertSources<'_>,
         device: &Device,
     ) -> Result<(Self, TimmBertConfig, WordPieceTokenizer), ModelError> {
-        let (trunk, config) = Self::load_trunk(dir, &sources.trunk_model_args, device)?;
+        let config = TimmBertConfig::from_json(&read_config(&dir.join(OPEN_CLIP_CONFIG))?)?;
         let file = &config.file;
         let bert_path = config.bert_config_path(sources.hub_cache)?;
         let bert_file = read_config(&bert_path)?;
@@ -167,6 +186,7 @@ impl OpenClipTimmBert {
                 ),
             });
         }
+        let trunk = trunk_from(&config, &st, &weights, &sources.trunk_model_args, device)?;
         let opts = LoadOptions::default();
         let e = config.embed_dim;
         let d_vision = trunk.embed_dim();
@@ -224,27 +244,13 @@ impl OpenClipTimmBert {
         trunk_model_args: &serde_json::Map<String, serde_json::Value>,
         device: &Device,
     ) -> Result<(TimmVit, TimmBertConfig), ModelError> {
-        let file = read_config(&dir.join(OPEN_CLIP_CONFIG))?;
-        let config = TimmBertConfig::from_json(&file)?;
-        let trunk_cfg = config.trunk_config(trunk_model_args)?;
+        let config = TimmBertConfig::from_json(&read_config(&dir.join(OPEN_CLIP_CONFIG))?)?;
         let weights = dir.join(OPEN_CLIP_WEIGHTS);
-        check_fits_file(&file, &weights, trunk_cfg.min_weights())?;
         let bytes =
             std::fs::read(&weights).map_err(|source| ModelError::Io { path: weights.clone(), source })?;
         let st = SafeTensors::deserialize(&bytes)
             .map_err(|e| ModelError::Store { path: weights.clone(), message: e.to_string() })?;
-        let mut trunk = trunk_cfg.init(device);
-        let trunk_bytes = split_fused_qkv(&with_prefix(&st, "visual.trunk.", &weights)?, &weights)?;
-        load_safetensors_bytes(
-            &mut trunk,
-            trunk_bytes,
-            &weights,
-            &timm_vit_key_map(),
-            &LoadOptions::default(),
-        )?;
-        if let Some(pool) = config.timm_pool {
-            trunk.pool = pool;
-        }
+        let trunk = trunk_from(&config, &st, &weights, trunk_model_args, device)?;
         Ok((trunk, config))
     }
 
