@@ -20,8 +20,10 @@
 //! `attn_pooler_*` (only read with `attentional_pool`), the `timm_*` options other than
 //! `timm_model_name` (only read with it) and `tokenizer_mode` (only read with `hf_tokenizer_name`).
 //!
-//! Refused (named in the error): a timm trunk (`timm_model_name`), a ResNet trunk (`layers` a
-//! list), an HF text tower (`hf_model_name`), an HF tokenizer (`hf_tokenizer_name`), CoCa
+//! Refused (named in the error): a timm trunk (`timm_model_name`) or an HF text tower
+//! (`hf_model_name`) alone (together they are the BiomedCLIP layout of [`super::timm_bert_config`],
+//! also refused here, naming the loader to use), a ResNet trunk (`layers` a list), an HF tokenizer
+//! (`hf_tokenizer_name`), CoCa
 //! (`multimodal_cfg`), SigLIP-style sigmoid logits (`init_logit_bias`), layer scale
 //! (`ls_init_value`), `attentional_pool`, `no_ln_pre`, vision `pool_type` other than `tok`,
 //! `pos_embed_type` other than `learnable`, text `pool_type` `first`/`last`/`none`,

@@ -8,6 +8,11 @@
 //! (repos that ship both layouts, e.g. `laion/CLIP-ViT-B-32-laion2B-s34B-b79K`, load through the
 //! Hugging Face files). Such checkpoints usually ship no tokenizer files: their text is tokenised by
 //! [`crate::tokenizer::ClipTokenizer::open_clip`] (open_clip's `SimpleTokenizer`).
+//!
+//! A checkpoint with a timm trunk and a Hugging Face BERT text tower (BiomedCLIP-style:
+//! `timm_model_name` + `hf_model_name`) is not a CLIP ViT-CLIP: [`timm_bert_config`] reads its options
+//! and [`timm_bert`] loads it as [`OpenClipTimmBert`] (timm ViT trunk, transformers `BertModel`, BERT
+//! WordPiece tokenizer).
 
 pub mod config;
 pub mod convert;
