@@ -85,8 +85,9 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
     }
 }
 
-/// Accepts a CoOp fit whose options and loss resolve, and whose encoder is not a BiomedCLIP-style
-/// checkpoint (a BERT text tower: refused up front, as [`crate::clip_fit::load_clip`] refuses it).
+/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe) whose options and loss resolve, and
+/// whose encoder is not a BiomedCLIP-style checkpoint (a BERT text tower: refused up front, as
+/// [`crate::clip_fit::load_clip`] refuses it).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (_, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
@@ -95,9 +96,9 @@ pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
         && calibra_models::clip::open_clip::is_timm_bert_dir(&checkpoint.dir)
     {
         return Err(format!(
-            "CoOp needs a CLIP text transformer; encoder `{}` ({}) is a BiomedCLIP-style OpenCLIP \
-             checkpoint with a BERT text tower, on which CoOp is not implemented — leave it out with \
-             [regimes.coop] encoders = [...]",
+            "prompt learning (CoOp, KgCoOp, ProGrad, MaPLe) needs a CLIP text transformer; encoder \
+             `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text tower, on which CoOp \
+             is not implemented — leave it out with [regimes.coop] encoders = [...]",
             encoder.name,
             checkpoint.dir.display()
         ));
