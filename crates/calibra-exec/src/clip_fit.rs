@@ -39,7 +39,7 @@ pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> R
         return Err(format!(
             "{regime_needs} a CLIP text transformer (its prompts are context vectors before the class \
              name's tokens); encoder `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text \
-             tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe) — use it in the zero-shot \
+             tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe, PromptSRC) — use it in the zero-shot \
              regime, or leave it out with [regimes.coop] encoders = [...]",
             c.encoder.name,
             checkpoint.dir.display()

@@ -85,7 +85,7 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
     }
 }
 
-/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe) whose options and loss resolve, and
+/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) whose options and loss resolve, and
 /// whose encoder is not a BiomedCLIP-style checkpoint (a BERT text tower: refused up front, as
 /// [`crate::clip_fit::load_clip`] refuses it).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
@@ -96,7 +96,7 @@ pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
         && calibra_models::clip::open_clip::is_timm_bert_dir(&checkpoint.dir)
     {
         return Err(format!(
-            "prompt learning (CoOp, KgCoOp, ProGrad, MaPLe) needs a CLIP text transformer; encoder \
+            "prompt learning (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) needs a CLIP text transformer; encoder \
              `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text tower, on which CoOp \
              is not implemented — leave it out with [regimes.coop] encoders = [...]",
             encoder.name,
