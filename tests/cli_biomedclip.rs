@@ -1,7 +1,7 @@
 //! A BiomedCLIP-style OpenCLIP directory (timm ViT trunk + BERT text tower + WordPiece tokenizer
 //! files; the tiny fixture of calibra-models written by scripts/golden/encoders_biomedclip.py) is
 //! routed by `calibra zero-shot` / `calibra features` to calibra's timm-trunk + BERT loader, and
-//! `calibra train --regime coop` refuses it by name.
+//! `calibra train --regime coop` / `--regime lora` refuse it by name.
 //!
 //! The fixture's trunk has reduced sizes that open_clip's `TimmModel` would not build from the name
 //! `vit_base_patch16_224` alone (its numerics are checked against open_clip in calibra-models'
@@ -97,7 +97,7 @@ fn zero_shot_and_features_take_the_biomedclip_loader() {
 }
 
 #[test]
-fn coop_is_refused_on_a_bert_text_tower() {
+fn coop_and_lora_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
     let store = tmp.path().join("store");
@@ -119,4 +119,21 @@ fn coop_is_refused_on_a_bert_text_tower() {
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("BERT text tower") && stderr.contains("CoOp is not implemented"), "{stderr}");
+
+    // LoRA on the trunk is refused as for every OpenCLIP checkpoint.
+    let lora = tmp.path().join("lora");
+    let run = calibra(&[
+        "train",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--regime",
+        "lora",
+        "--out",
+        lora.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("LoRA") && stderr.contains("open_clip"), "{stderr}");
 }
