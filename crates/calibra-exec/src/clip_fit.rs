@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use burn::tensor::Device;
 use calibra_data::{Dataset, TaskKind};
+use calibra_models::clip::open_clip::is_timm_bert_dir;
 use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::resolve_checkpoint;
 use calibra_models::tokenizer::ClipTokenizer;
@@ -34,6 +35,17 @@ pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> R
         );
     }
     let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
+    if is_timm_bert_dir(&checkpoint.dir) {
+        return Err(format!(
+            "{regime_needs} a CLIP text transformer (its prompts are context vectors before the class \
+             name's tokens); encoder `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text \
+             tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe, PromptSRC) — use it in the zero-shot \
+             regime, or leave it out with [regimes.coop] encoders = [...]",
+            c.encoder.name,
+            checkpoint.dir.display()
+        )
+        .into());
+    }
     let (model, _) = ClipModel::load_checkpoint(&checkpoint, &executor.device)?;
     let tokenizer = ClipTokenizer::for_checkpoint(&checkpoint.dir)
         .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;

@@ -85,9 +85,24 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
     }
 }
 
+/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) whose options and loss resolve, and
+/// whose encoder is not a BiomedCLIP-style checkpoint (a BERT text tower: refused up front, as
+/// [`crate::clip_fit::load_clip`] refuses it).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (_, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
+    let encoder = &fit.config.encoder;
+    if let Ok(checkpoint) = calibra_models::hf::resolve_checkpoint(&encoder.spec)
+        && calibra_models::clip::open_clip::is_timm_bert_dir(&checkpoint.dir)
+    {
+        return Err(format!(
+            "prompt learning (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) needs a CLIP text transformer; encoder \
+             `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text tower, on which CoOp \
+             is not implemented — leave it out with [regimes.coop] encoders = [...]",
+            encoder.name,
+            checkpoint.dir.display()
+        ));
+    }
     Ok(())
 }
 

@@ -7,18 +7,22 @@
 //! Both kinds' logits go into the predictions files as `ScoreKind::Logit`, so the evaluator reads
 //! single-label class probabilities as their softmax. For SigLIP that is `softmax(exp(logit_scale)·
 //! cos)` over the K classes (the bias cancels): argmax and ranking equal those of SigLIP's own
-//! per-class sigmoids; the confidences are the softmax's. CoOp stays CLIP-only.
+//! per-class sigmoids; the confidences are the softmax's. A BiomedCLIP-style OpenCLIP checkpoint (timm
+//! trunk + BERT text tower, [`OpenClipTimmBert`]) is a CLIP here: softmax-trained logits
+//! `exp(logit_scale)·cos`, its own WordPiece tokenizer. CoOp stays on CLIP models with a CLIP text
+//! transformer.
 
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor};
 use calibra_models::ModelError;
-use calibra_models::clip::open_clip::is_open_clip_dir;
+use calibra_models::clip::open_clip::{OpenClipTimmBert, is_open_clip_dir, is_timm_bert_dir};
 use calibra_models::clip::{ClipModel, ZeroShotClassifier};
 use calibra_models::hf::read_config;
 use calibra_models::siglip_model::{SiglipModel, SiglipZeroShot};
 use calibra_models::siglip_tokenizer::SiglipTokenizer;
 use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::tokenizer::wordpiece::WordPieceTokenizer;
 use calibra_run::ExecError;
 
 use crate::clip_fit::FeatureHead;
@@ -34,6 +38,12 @@ pub trait ImageTower {
 impl ImageTower for ClipModel {
     fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         ClipModel::image_features(self, images)
+    }
+}
+
+impl ImageTower for OpenClipTimmBert {
+    fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+        OpenClipTimmBert::image_features(self, images)
     }
 }
 
@@ -67,6 +77,8 @@ pub enum ZeroShotModel {
     Clip(Box<ClipModel>, Box<ClipTokenizer>),
     /// HF `SiglipModel` with SigLIP's SentencePiece tokenizer.
     Siglip(Box<SiglipModel>, Box<SiglipTokenizer>),
+    /// A BiomedCLIP-style OpenCLIP model with its WordPiece tokenizer and context length.
+    TimmBert(Box<OpenClipTimmBert>, Box<WordPieceTokenizer>, usize),
 }
 
 /// One template set's class embeddings for either kind.
@@ -94,6 +106,18 @@ impl ZeroShotModel {
         let spec = dir.to_str().ok_or_else(|| format!("{}: not a UTF-8 path", dir.display()))?;
         let tok_dir = tokenizer_dir.unwrap_or(dir);
         match model_type.as_str() {
+            "clip" if is_timm_bert_dir(dir) => {
+                let (model, config, tokenizer) = OpenClipTimmBert::load(dir, device).map_err(|e| {
+                    format!("{}: cannot load a BiomedCLIP-style OpenCLIP model: {e}", dir.display())
+                })?;
+                let tokenizer = match tokenizer_dir {
+                    Some(t) => WordPieceTokenizer::from_dir(t).map_err(|e| {
+                        format!("{}: cannot load the BERT WordPiece tokenizer: {e}", t.display())
+                    })?,
+                    None => tokenizer,
+                };
+                Ok(Self::TimmBert(Box::new(model), Box::new(tokenizer), config.context_length))
+            }
             "clip" => {
                 let (model, _) = ClipModel::load(spec, device)
                     .map_err(|e| format!("{}: cannot load a CLIP model: {e}", dir.display()))?;
@@ -141,6 +165,7 @@ impl ZeroShotModel {
             Self::Siglip(m, t) => {
                 ZeroShotHead::Siglip(SiglipZeroShot::new(m, t, classnames, templates, device)?)
             }
+            Self::TimmBert(m, t, n) => ZeroShotHead::Clip(m.zero_shot(t, *n, classnames, templates, device)?),
         })
     }
 }
@@ -150,6 +175,7 @@ impl ImageTower for ZeroShotModel {
         match self {
             Self::Clip(m, _) => m.image_features(images),
             Self::Siglip(m, _) => m.image_features(images),
+            Self::TimmBert(m, _, _) => m.image_features(images),
         }
     }
 }
@@ -166,5 +192,63 @@ impl FeatureLogits for ZeroShotHead {
 impl FeatureHead for ZeroShotHead {
     fn head_logits(&self, features: &[f32], dim: usize, device: &Device) -> Result<Vec<f64>, ExecError> {
         crate::clip_features::zero_shot_logits(self, features, dim, device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use burn::tensor::TensorData;
+    use calibra_models::clip::open_clip::TimmBertSources;
+
+    use super::*;
+
+    /// The BiomedCLIP-style fixture of calibra-models (scripts/golden/encoders_biomedclip.py), loaded
+    /// with the reduced trunk sizes it was written with, goes through the zero-shot dispatch as a CLIP:
+    /// the head's logits are open_clip's.
+    #[test]
+    fn a_timm_bert_model_scores_like_open_clip() {
+        let fix =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures/biomedclip");
+        let read = |p: &str| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(fix.join(p)).unwrap()).unwrap()
+        };
+        let args = read("trunk_model_args.json").as_object().unwrap().clone();
+        let hub = fix.join("hub");
+        let device = Device::flex();
+        let sources = TimmBertSources { hub_cache: Some(&hub), trunk_model_args: args };
+        let (m, config, tok) = OpenClipTimmBert::load_with(&fix.join("model"), &sources, &device).unwrap();
+        let model = ZeroShotModel::TimmBert(Box::new(m), Box::new(tok), config.context_length);
+        let g = read("model/golden.json");
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        };
+        let z = &g["zero_shot"];
+        let head = model.head(&strings(&z["classnames"]), &strings(&z["templates"]), &device).unwrap();
+        assert!(matches!(head, ZeroShotHead::Clip(_)));
+        let images: Vec<f32> = g["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c.as_array().unwrap().iter())
+            .flat_map(|r| r.as_array().unwrap().iter())
+            .flat_map(|r| r.as_array().unwrap().iter())
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let n = images.len() / (3 * 32 * 32);
+        let images = Tensor::<4>::from_data(TensorData::new(images, [n, 3, 32, 32]), &device);
+        let logits = head.logits_from_features(model.image_features(images).unwrap());
+        let got: Vec<f32> = logits.into_data().try_to_vec::<f32>().unwrap();
+        let want: Vec<f32> = z["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter())
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        assert_eq!(got.len(), want.len());
+        let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(max <= 1e-4, "max |diff| {max:e}");
     }
 }

@@ -83,8 +83,14 @@ impl Encoder {
     /// Loads `dir/config.json` + `dir/model.safetensors`, dispatching on `model_type`; a native
     /// OpenCLIP directory (`open_clip_config.json`, no `config.json`) loads its vision tower as
     /// [`EncoderModel::ClipVision`], with the OpenCLIP file as `config` (see
-    /// [`crate::clip::open_clip`]).
+    /// [`crate::clip::open_clip`]); a BiomedCLIP-style one (timm trunk + BERT text tower) loads its
+    /// timm trunk as [`EncoderModel::TimmVit`] (see [`crate::clip::open_clip::OpenClipTimmBert::load_trunk`]).
     pub fn load_dir(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+        if crate::clip::open_clip::is_timm_bert_dir(dir) {
+            let (trunk, config) =
+                crate::clip::open_clip::OpenClipTimmBert::load_trunk(dir, &Default::default(), device)?;
+            return Ok(Self { model: EncoderModel::TimmVit(trunk), config: config.file });
+        }
         if crate::clip::open_clip::is_open_clip_dir(dir) {
             let (tower, _, config) = crate::clip::open_clip::load_open_clip_vision(dir, device)?;
             return Ok(Self { model: EncoderModel::ClipVision(tower), config });

@@ -9,6 +9,8 @@ pub mod error;
 pub mod hf;
 pub mod layers;
 
+pub mod bert;
+
 pub mod dinov2;
 pub mod encoder;
 pub mod encoder_output;

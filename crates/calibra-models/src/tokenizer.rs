@@ -24,6 +24,7 @@
 
 pub mod open_clip;
 pub mod open_clip_clean;
+pub mod wordpiece;
 
 use std::collections::HashMap;
 use std::fs;

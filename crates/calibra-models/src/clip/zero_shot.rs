@@ -24,6 +24,9 @@ pub fn fill_template(template: &str, classname: &str) -> Result<String, ModelErr
     Ok(template.replacen("{}", classname, 1))
 }
 
+/// A text tower as [`ZeroShotClassifier::from_text_encoder`] calls it: padded id rows → features.
+pub type TextFeatures<'a> = dyn Fn(&[Vec<u32>]) -> Result<Tensor<2>, ModelError> + 'a;
+
 /// How many prompts go through the text tower at once.
 const TEXT_BATCH: usize = 64;
 
@@ -53,6 +56,25 @@ impl ZeroShotClassifier {
         templates: &[String],
         device: &Device,
     ) -> Result<Self, ModelError> {
+        Self::from_text_encoder(
+            classnames,
+            templates,
+            model.logit_scale_exp(),
+            &|p| tokenizer.encode_padded(p).map_err(|e| e.to_string()),
+            &|ids| model.text_features(ids, device),
+        )
+    }
+
+    /// [`Self::new`] for any text tower: `tokenize` turns a prompt into its padded id row,
+    /// `text_features` a batch of rows into (unnormalised) features `[n, p]`; `scale` is
+    /// `exp(logit_scale)`.
+    pub fn from_text_encoder(
+        classnames: &[String],
+        templates: &[String],
+        scale: f32,
+        tokenize: &dyn Fn(&str) -> Result<Vec<u32>, String>,
+        text_features: &TextFeatures<'_>,
+    ) -> Result<Self, ModelError> {
         if classnames.is_empty() || templates.is_empty() {
             return Err(ModelError::Input(format!(
                 "zero-shot: need at least one class and one template (got {} and {})",
@@ -68,15 +90,11 @@ impl ZeroShotClassifier {
         }
         let mut ids = Vec::with_capacity(prompts.len());
         for p in &prompts {
-            ids.push(
-                tokenizer
-                    .encode_padded(p)
-                    .map_err(|e| ModelError::Input(format!("zero-shot prompt {p:?}: {e}")))?,
-            );
+            ids.push(tokenize(p).map_err(|e| ModelError::Input(format!("zero-shot prompt {p:?}: {e}")))?);
         }
         let mut feats = Vec::new();
         for chunk in ids.chunks(TEXT_BATCH) {
-            feats.push(l2_normalize(model.text_features(chunk, device)?));
+            feats.push(l2_normalize(text_features(chunk)?));
         }
         let feats = Tensor::cat(feats, 0); // [K*T, p]
         let [_, p] = feats.dims();
@@ -86,7 +104,7 @@ impl ZeroShotClassifier {
             classnames: classnames.to_vec(),
             templates: templates.to_vec(),
             class_embeddings: l2_normalize(per_class),
-            scale: model.logit_scale_exp(),
+            scale,
         })
     }
 

@@ -265,12 +265,17 @@ pub fn fix_text(text: &str) -> String {
     out
 }
 
-/// open_clip's `_clean_lower`: `whitespace_clean(basic_clean(text)).lower()`.
-pub fn clean_lower(text: &str) -> String {
+/// open_clip's `_clean_whitespace` (`HFTokenizer`'s default): `whitespace_clean(basic_clean(text))`.
+pub fn clean_whitespace(text: &str) -> String {
     let fixed = fix_text(text);
     let unescaped = unescape(&unescape(&fixed, true), true);
     let words: Vec<&str> = unescaped.split(is_python_space).filter(|w| !w.is_empty()).collect();
-    words.join(" ").to_lowercase()
+    words.join(" ")
+}
+
+/// open_clip's `_clean_lower`: `whitespace_clean(basic_clean(text)).lower()`.
+pub fn clean_lower(text: &str) -> String {
+    clean_whitespace(text).to_lowercase()
 }
 
 #[cfg(test)]

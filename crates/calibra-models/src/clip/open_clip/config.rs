@@ -20,8 +20,10 @@
 //! `attn_pooler_*` (only read with `attentional_pool`), the `timm_*` options other than
 //! `timm_model_name` (only read with it) and `tokenizer_mode` (only read with `hf_tokenizer_name`).
 //!
-//! Refused (named in the error): a timm trunk (`timm_model_name`), a ResNet trunk (`layers` a
-//! list), an HF text tower (`hf_model_name`), an HF tokenizer (`hf_tokenizer_name`), CoCa
+//! Refused (named in the error): a timm trunk (`timm_model_name`) or an HF text tower
+//! (`hf_model_name`) alone (together they are the BiomedCLIP layout of [`super::timm_bert_config`],
+//! also refused here, naming the loader to use), a ResNet trunk (`layers` a list), an HF tokenizer
+//! (`hf_tokenizer_name`), CoCa
 //! (`multimodal_cfg`), SigLIP-style sigmoid logits (`init_logit_bias`), layer scale
 //! (`ls_init_value`), `attentional_pool`, `no_ln_pre`, vision `pool_type` other than `tok`,
 //! `pos_embed_type` other than `learnable`, text `pool_type` `first`/`last`/`none`,
@@ -54,7 +56,7 @@ pub struct OpenClipConfig {
 }
 
 /// Keys of `model_cfg` open_clip's `CLIP` / `CustomTextCLIP` accept, with what calibra does.
-const MODEL_KEYS: &[&str] = &[
+pub(super) const MODEL_KEYS: &[&str] = &[
     "embed_dim",
     "vision_cfg",
     "text_cfg",
@@ -68,7 +70,7 @@ const MODEL_KEYS: &[&str] = &[
 ];
 
 /// Fields of open_clip's `CLIPVisionCfg`.
-const VISION_KEYS: &[&str] = &[
+pub(super) const VISION_KEYS: &[&str] = &[
     "layers",
     "width",
     "head_width",
@@ -104,7 +106,7 @@ const VISION_KEYS: &[&str] = &[
 ];
 
 /// Fields of open_clip's `CLIPTextCfg`.
-const TEXT_KEYS: &[&str] = &[
+pub(super) const TEXT_KEYS: &[&str] = &[
     "context_length",
     "vocab_size",
     "hf_tokenizer_name",
@@ -145,7 +147,7 @@ const CUSTOM_BLOCK_FLAGS: &[&str] =
 
 /// Whether the JSON value is "set" in Python's sense for an optional option (not null, false, 0,
 /// empty string, empty list or empty object).
-fn truthy(v: Option<&Value>) -> bool {
+pub(super) fn truthy(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -156,13 +158,13 @@ fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
-fn not_implemented(cfg: &HfConfig, option: &str, what: &str) -> ModelError {
+pub(super) fn not_implemented(cfg: &HfConfig, option: &str, what: &str) -> ModelError {
     cfg.unsupported(format!("OpenCLIP option '{option}' ({what}) is not implemented yet"))
 }
 
 /// Refuses keys of `cfg` that are not in `known` (open_clip would reject them too: its config
 /// dataclasses take no other keyword).
-fn check_known(cfg: &HfConfig, scope: &str, known: &[&str]) -> Result<(), ModelError> {
+pub(super) fn check_known(cfg: &HfConfig, scope: &str, known: &[&str]) -> Result<(), ModelError> {
     let Some(obj) = cfg.json.as_object() else { return Ok(()) };
     let unknown: Vec<&String> = obj.keys().filter(|k| !known.contains(&k.as_str())).collect();
     if let Some(k) = unknown.first() {
@@ -228,7 +230,11 @@ fn vision_config(cfg: &HfConfig, activation: Activation) -> Result<ClipVisionCon
         return Err(not_implemented(
             cfg,
             "vision_cfg.timm_model_name",
-            &format!("a timm trunk, {}", cfg.json["timm_model_name"]),
+            &format!(
+                "a timm trunk, {}, with open_clip's native text transformer; a timm ViT trunk is \
+                 implemented only with a Hugging Face BERT text tower (text_cfg.hf_model_name)",
+                cfg.json["timm_model_name"]
+            ),
         ));
     }
     if matches!(cfg.json.get("layers"), Some(Value::Array(_))) {
@@ -288,7 +294,11 @@ fn text_config(cfg: &HfConfig, activation: Activation) -> Result<(ClipTextConfig
         return Err(not_implemented(
             cfg,
             "text_cfg.hf_model_name",
-            &format!("a Hugging Face text tower, {}", cfg.json["hf_model_name"]),
+            &format!(
+                "a Hugging Face text tower, {}, with open_clip's native vision transformer; a BERT \
+                 text tower is implemented only with a timm ViT trunk (vision_cfg.timm_model_name)",
+                cfg.json["hf_model_name"]
+            ),
         ));
     }
     check_known(cfg, scope, TEXT_KEYS)?;
@@ -390,6 +400,13 @@ impl OpenClipConfig {
             return Err(file.invalid("missing object 'model_cfg' (not an OpenCLIP open_clip_config.json)"));
         }
         let cfg = file.nested("model_cfg")?;
+        if super::timm_bert_config::is_timm_bert_json(&file.json) {
+            return Err(cfg.unsupported(
+                "a timm trunk with a Hugging Face text tower (vision_cfg.timm_model_name and \
+                 text_cfg.hf_model_name, BiomedCLIP-style) is not a native OpenCLIP ViT-CLIP: it loads \
+                 as calibra_models::clip::open_clip::OpenClipTimmBert",
+            ));
+        }
         check_known(&cfg, "", MODEL_KEYS)?;
         if cfg.json.get("multimodal_cfg").is_some() {
             return Err(not_implemented(&cfg, "model_cfg.multimodal_cfg", "CoCa's multimodal decoder"));

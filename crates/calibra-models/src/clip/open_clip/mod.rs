@@ -8,9 +8,16 @@
 //! (repos that ship both layouts, e.g. `laion/CLIP-ViT-B-32-laion2B-s34B-b79K`, load through the
 //! Hugging Face files). Such checkpoints usually ship no tokenizer files: their text is tokenised by
 //! [`crate::tokenizer::ClipTokenizer::open_clip`] (open_clip's `SimpleTokenizer`).
+//!
+//! A checkpoint with a timm trunk and a Hugging Face BERT text tower (BiomedCLIP-style:
+//! `timm_model_name` + `hf_model_name`) is not a CLIP ViT-CLIP: [`timm_bert_config`] reads its options
+//! and [`timm_bert`] loads it as [`OpenClipTimmBert`] (timm ViT trunk, transformers `BertModel`, BERT
+//! WordPiece tokenizer).
 
 pub mod config;
 pub mod convert;
+pub mod timm_bert;
+pub mod timm_bert_config;
 
 use std::path::Path;
 
@@ -18,6 +25,8 @@ use burn::prelude::*;
 
 pub use config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS, OpenClipConfig, is_open_clip_json};
 pub use convert::open_clip_to_hf;
+pub use timm_bert::{OpenClipTimmBert, TimmBertSources};
+pub use timm_bert_config::{TimmBertConfig, is_timm_bert_json};
 
 use super::keys::{clip_model_keymap, clip_vision_keymap};
 use super::model::read_scalar_bytes;
@@ -29,6 +38,13 @@ use crate::hf::{HfConfig, LoadOptions, read_config};
 /// Whether `dir` is an OpenCLIP checkpoint: `open_clip_config.json` present, `config.json` absent.
 pub fn is_open_clip_dir(dir: &Path) -> bool {
     dir.join(OPEN_CLIP_CONFIG).is_file() && !dir.join("config.json").is_file()
+}
+
+/// Whether `dir` is an OpenCLIP checkpoint with a timm trunk and a Hugging Face text tower
+/// (BiomedCLIP-style; loads as [`OpenClipTimmBert`], not as a [`ClipModel`]).
+pub fn is_timm_bert_dir(dir: &Path) -> bool {
+    is_open_clip_dir(dir)
+        && read_config(&dir.join(OPEN_CLIP_CONFIG)).is_ok_and(|c| is_timm_bert_json(&c.json))
 }
 
 /// Whether a loaded encoder configuration came from an `open_clip_config.json`.
