@@ -126,6 +126,7 @@ pub(crate) fn fit<'a>(
         templates: Vec::new(),
         class_embeddings: l2_normalize(prompts.text_features(&model)?),
         scale: model.logit_scale_exp(),
+        bias: 0.0,
     };
     let tower = PromptedImageTower { model, prompts };
     Ok(FitOutcome::Model(Box::new(PromptedPredictor { kind: method, fit, tower, head, device })))

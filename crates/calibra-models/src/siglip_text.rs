@@ -148,6 +148,12 @@ impl SiglipTextTransformer {
         self.blocks.len()
     }
 
+    /// Token embeddings `[b, n, d]` of equal-length id rows (no positions added).
+    pub fn embed_tokens(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError> {
+        let vocab = self.token_embedding.weight.dims()[0];
+        Ok(self.token_embedding.forward(token_id_tensor("SigLIP text", ids, vocab, device)?))
+    }
+
     /// Forward pass on a batch of equal-length id rows (length ≤ the context length). `pooled` is
     /// `head(last_hidden_state[:, -1])` (HF `pooler_output`, i.e. `get_text_features`).
     pub fn forward_ids(
@@ -163,14 +169,26 @@ impl SiglipTextTransformer {
                 self.max_positions()
             )));
         }
-        let vocab = self.token_embedding.weight.dims()[0];
-        let ids = token_id_tensor("SigLIP text", ids, vocab, device)?;
-        let b = ids.dims()[0];
+        self.forward_embeddings(self.embed_tokens(ids, device)?, with_hidden_states)
+    }
+
+    /// Forward pass on input embeddings `[b, n, d]` (token embeddings or assembled prompt
+    /// embeddings, *without* positions); pooled as [`Self::forward_ids`], from the last position.
+    pub fn forward_embeddings(
+        &self,
+        embeds: Tensor<3>,
+        with_hidden_states: bool,
+    ) -> Result<TowerOutput, ModelError> {
+        let [b, n, d] = embeds.dims();
+        if n == 0 || n > self.max_positions() {
+            return Err(ModelError::Input(format!(
+                "SigLIP text: sequence length {n} is outside 1..={} (max_position_embeddings)",
+                self.max_positions()
+            )));
+        }
         let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
-        let x = self.token_embedding.forward(ids) + pos;
-        let (x, hidden_states) = crate::layers::run_blocks(&self.blocks, x, with_hidden_states);
+        let (x, hidden_states) = crate::layers::run_blocks(&self.blocks, embeds + pos, with_hidden_states);
         let last = self.final_layer_norm.forward(x);
-        let d = last.dims()[2];
         let pooled = self.head.forward(last.clone().narrow(1, n - 1, 1).reshape([b, d]));
         Ok(TowerOutput { last_hidden_state: last, pooled, hidden_states })
     }

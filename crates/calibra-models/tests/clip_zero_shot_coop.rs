@@ -104,7 +104,7 @@ fn coop_prompt_assembly_and_features_match_the_reference() {
                 .unwrap()
                 .with_context(ctx.clone())
                 .unwrap();
-            assert_eq!(learner.eot_positions, want_eot);
+            assert_eq!(learner.pooled_positions, want_eot);
             assert_eq!(learner.name_lens, want_lens);
             let case = &coop["cases"][format!("{kind}_{pos_name}")];
             let prompts = learner.prompts();

@@ -100,6 +100,7 @@ fn promptsrc_matches_the_torch_reference_step_by_step_with_prompt_aggregation() 
         templates: vec![],
         class_embeddings: fixed.clone(),
         scale: model.logit_scale_exp(),
+        bias: 0.0,
     };
     let zs_logits = host(zs.logits_from_features(model.image_features(images.clone()).unwrap()));
     let logits = host(learner.logits(&model, images.clone()).unwrap());

@@ -1,11 +1,13 @@
 //! CoOp prompt learner (Zhou et al., IJCV 2022; reference `KaiyangZhou/CoOp trainers/coop.py::PromptLearner`,
 //! spec calibration-metrics-transfer.md §E1).
 //!
-//! Per class `k`, the prompt `prefix + " " + classname_k + "."` is tokenised (context length of the
-//! tokenizer, SOT … EOT, padding) and embedded with CLIP's frozen token embedding `E`; with `n` context
-//! tokens the frozen buffers are `prefix_k = E[k, :1]` (SOT) and `suffix_k = E[k, 1+n:]` (class tokens,
-//! ".", EOT, padding). The learned context `ctx` (`[n, d]` unified or `[K, n, d]` class-specific) is
-//! spliced in by the class-token position:
+//! Per class `k`, the prompt is `n` context slots followed by `classname_k + "."`, laid out by the
+//! text tower's [`PromptTokenizer`] (CLIP: `[SOT, slots, tokens, EOT, padding]`, CoOp's own
+//! `"X X … X name."`; SigLIP: `[slots, tokens, </s>, padding]`, see [`super::prompt_text`]) and
+//! embedded with the tower's frozen token embedding `E`. The frozen buffers are `prefix_k =
+//! E[k, :s]` (the `s` special tokens before the slots: CLIP's SOT, none for SigLIP) and `suffix_k =
+//! E[k, s+n:]` (class tokens, ".", end token, padding). The learned context `ctx` (`[n, d]` unified or
+//! `[K, n, d]` class-specific) is spliced in by the class-token position:
 //!
 //! ```text
 //! end:    [prefix_k, ctx_k, suffix_k]
@@ -13,18 +15,17 @@
 //! front:  [prefix_k, class_k, ctx_k, suffix_k[len_k:]]
 //! ```
 //!
-//! where `class_k = suffix_k[:len_k]` and `len_k` is the BPE length of the class name. The pooled row of
-//! the text tower is the EOT position of the tokenised prompt (unchanged by the splicing: the
-//! total length is constant).
+//! where `class_k = suffix_k[:len_k]` and `len_k` is the token length of the class name. The pooled
+//! row of the text tower is the one of the laid-out prompt (CLIP: its EOT; SigLIP: the last),
+//! unchanged by the splicing: the total length is constant.
 
 use burn::module::{Module, Param};
 use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::model::ClipModel;
+use super::prompt_text::{PromptTextEncoder, PromptTokenizer};
 use crate::error::ModelError;
-use crate::tokenizer::ClipTokenizer;
 
 /// Where the class-name tokens go relative to the learned context (CoOp `CLASS_TOKEN_POSITION`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -87,18 +88,19 @@ pub struct PromptLearnerConfig {
 pub struct PromptLearner {
     /// Context vectors `[1, n, d]` (unified) or `[K, n, d]` (class-specific) — the only parameter.
     pub ctx: Param<Tensor<3>>,
-    /// Frozen SOT embeddings `[K, 1, d]`.
+    /// Frozen embeddings of the special tokens before the context, `[K, s, d]` (CLIP: the SOT,
+    /// `s = 1`; `None` when there are none, as for SigLIP).
     #[module(skip)]
-    pub token_prefix: Tensor<3>,
+    pub token_prefix: Option<Tensor<3>>,
     /// Frozen embeddings after the context slots `[K, L-1-n, d]`.
     #[module(skip)]
     pub token_suffix: Tensor<3>,
-    /// BPE length of each class name.
+    /// Token length of each class name.
     #[module(skip)]
     pub name_lens: Vec<usize>,
-    /// EOT position of each tokenised prompt (the pooled row).
+    /// The row the text tower pools for each prompt (CLIP: its EOT; SigLIP: the last position).
     #[module(skip)]
-    pub eot_positions: Vec<usize>,
+    pub pooled_positions: Vec<usize>,
     /// Class-token position.
     #[module(skip)]
     pub position: ClassTokenPosition,
@@ -125,14 +127,15 @@ fn tok_err(what: &str, e: impl std::fmt::Display) -> ModelError {
 }
 
 impl PromptLearnerConfig {
-    /// Builds the learner for `classnames` on `model`'s frozen token embedding.
+    /// Builds the learner for `classnames` on `encoder`'s frozen token embedding, with prompts laid
+    /// out by `tokenizer` (a CLIP model with its tokenizer, or a SigLIP model with its own).
     ///
     /// Errors: no classes, `n_ctx == 0`, an empty phrase, or a prompt that does not fit the context
-    /// length (its EOT would be truncated away).
+    /// length (its end token would be truncated away).
     pub fn init(
         &self,
-        model: &ClipModel,
-        tokenizer: &ClipTokenizer,
+        encoder: &dyn PromptTextEncoder,
+        tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
         device: &Device,
     ) -> Result<PromptLearner, ModelError> {
@@ -140,9 +143,8 @@ impl PromptLearnerConfig {
         if k == 0 {
             return Err(ModelError::Input("CoOp prompt learner: no class names".into()));
         }
-        let text = &model.text_model;
-        let d = text.d_model();
-        let (n_ctx, prefix_text, init_ctx) = match &self.init {
+        let d = encoder.token_width();
+        let (n_ctx, init_ctx) = match &self.init {
             ContextInit::Random { seed } => {
                 if self.n_ctx == 0 {
                     return Err(ModelError::Input("CoOp prompt learner: n_ctx must be > 0".into()));
@@ -150,56 +152,53 @@ impl PromptLearnerConfig {
                 let rows = if self.class_specific { k } else { 1 };
                 let values = normal_values(rows * self.n_ctx * d, 0.02, *seed);
                 let ctx = Tensor::<3>::from_data(TensorData::new(values, [rows, self.n_ctx, d]), device);
-                (self.n_ctx, vec!["X"; self.n_ctx].join(" "), ctx)
+                (self.n_ctx, ctx)
             }
             ContextInit::Phrase(phrase) => {
                 let phrase = phrase.replace('_', " ");
-                let n = tokenizer.tokenize(&phrase).map_err(|e| tok_err("context phrase", e))?.len();
-                if n == 0 {
+                let ids = tokenizer.content_ids(&phrase).map_err(|e| tok_err("context phrase", e))?;
+                if ids.is_empty() {
                     return Err(ModelError::Input(format!(
                         "CoOp prompt learner: phrase {phrase:?} has no tokens"
                     )));
                 }
-                let ids = tokenizer.encode_padded(&phrase).map_err(|e| tok_err("context phrase", e))?;
-                let emb = text.embed_tokens(&[ids], device)?; // [1, L, d]
-                let ctx = emb.narrow(1, 1, n); // [1, n, d]
+                let ctx = encoder.embed_prompt_ids(&[ids], device)?; // [1, n, d]
+                let n = ctx.dims()[1];
                 let ctx = if self.class_specific { ctx.repeat_dim(0, k) } else { ctx };
-                (n, phrase, ctx)
+                (n, ctx)
             }
         };
         let mut ids = Vec::with_capacity(k);
         let mut name_lens = Vec::with_capacity(k);
-        let mut eot_positions = Vec::with_capacity(k);
+        let mut pooled_positions = Vec::with_capacity(k);
+        let mut slots_start = None;
         for name in classnames {
             let name = name.replace('_', " ");
-            let prompt = format!("{prefix_text} {name}.");
-            let row =
-                tokenizer.encode_padded(&prompt).map_err(|e| tok_err(&format!("prompt {prompt:?}"), e))?;
-            let len = tokenizer.tokenize(&name).map_err(|e| tok_err(&format!("class {name:?}"), e))?.len();
-            let eot = tokenizer.eot_position(&row).filter(|&p| p >= 1 + n_ctx + len).ok_or_else(|| {
-                ModelError::Input(format!("CoOp prompt {prompt:?} does not fit the context length"))
-            })?;
-            // a truncated prompt ends with EOT at the last position but lost content: reject it
-            let full = tokenizer.encode(&prompt).map_err(|e| tok_err(&format!("prompt {prompt:?}"), e))?;
-            if full.len() > tokenizer.context_length() {
+            let prompt = tokenizer
+                .slotted_prompt(n_ctx, &format!("{name}."))
+                .map_err(|e| tok_err(&format!("class {name:?}"), e))?;
+            let len = tokenizer.content_ids(&name).map_err(|e| tok_err(&format!("class {name:?}"), e))?.len();
+            if *slots_start.get_or_insert(prompt.slots_start) != prompt.slots_start
+                || prompt.pooled < prompt.slots_start + n_ctx + len
+            {
                 return Err(ModelError::Input(format!(
-                    "CoOp prompt {prompt:?} has {} tokens, more than the context length {}",
-                    full.len(),
-                    tokenizer.context_length()
+                    "CoOp prompt learner: the {} tokenizer laid out class {name:?} inconsistently",
+                    tokenizer.family()
                 )));
             }
-            ids.push(row);
+            ids.push(prompt.ids);
             name_lens.push(len);
-            eot_positions.push(eot);
+            pooled_positions.push(prompt.pooled);
         }
-        let embedding = text.embed_tokens(&ids, device)?; // [K, L, d]
+        let s = slots_start.unwrap_or(0);
+        let embedding = encoder.embed_prompt_ids(&ids, device)?; // [K, L, d]
         let l = embedding.dims()[1];
         Ok(PromptLearner {
             ctx: Param::from_tensor(init_ctx),
-            token_prefix: embedding.clone().narrow(1, 0, 1),
-            token_suffix: embedding.narrow(1, 1 + n_ctx, l - 1 - n_ctx),
+            token_prefix: (s > 0).then(|| embedding.clone().narrow(1, 0, s)),
+            token_suffix: embedding.narrow(1, s + n_ctx, l - s - n_ctx),
             name_lens,
-            eot_positions,
+            pooled_positions,
             position: self.position,
         })
     }
@@ -239,15 +238,18 @@ impl PromptLearner {
         let ctx = if rows == 1 { ctx.expand([k, n, d]) } else { ctx };
         let prefix = self.token_prefix.clone();
         let suffix = self.token_suffix.clone();
+        let with_prefix = |p: Option<Tensor<3>>, rest: Vec<Tensor<3>>| -> Tensor<3> {
+            Tensor::cat(p.into_iter().chain(rest).collect(), 1)
+        };
         match self.position {
-            ClassTokenPosition::End => Tensor::cat(vec![prefix, ctx, suffix], 1),
+            ClassTokenPosition::End => with_prefix(prefix, vec![ctx, suffix]),
             ClassTokenPosition::Middle | ClassTokenPosition::Front => {
                 let half = n / 2;
                 let rest = suffix.dims()[1];
                 let rows: Vec<Tensor<3>> = (0..k)
                     .map(|i| {
                         let len = self.name_lens[i];
-                        let p = prefix.clone().narrow(0, i, 1);
+                        let p = prefix.clone().map(|p| p.narrow(0, i, 1));
                         let s = suffix.clone().narrow(0, i, 1);
                         let class = s.clone().narrow(1, 0, len);
                         let tail = s.narrow(1, len, rest - len);
@@ -255,9 +257,9 @@ impl PromptLearner {
                         if self.position == ClassTokenPosition::Middle {
                             let c1 = c.clone().narrow(1, 0, half);
                             let c2 = c.narrow(1, half, n - half);
-                            Tensor::cat(vec![p, c1, class, c2, tail], 1)
+                            with_prefix(p, vec![c1, class, c2, tail])
                         } else {
-                            Tensor::cat(vec![p, class, c, tail], 1)
+                            with_prefix(p, vec![class, c, tail])
                         }
                     })
                     .collect();
@@ -266,10 +268,10 @@ impl PromptLearner {
         }
     }
 
-    /// Text features of the learned prompts through `model`'s frozen text tower and projection:
+    /// Text features of the learned prompts through `encoder`'s frozen text tower (and projection):
     /// `[K, p]`, not normalised (CoOp `TextEncoder`).
-    pub fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
-        model.text_features_from_embeddings(self.prompts(), &self.eot_positions)
+    pub fn text_features(&self, encoder: &dyn PromptTextEncoder) -> Result<Tensor<2>, ModelError> {
+        encoder.prompt_features(self.prompts(), &self.pooled_positions)
     }
 }
 

@@ -2,11 +2,13 @@
 //!
 //! For class `k` and templates `t = 1..T`: `f_kt = l2n(text_features(template_t(name_k)))`,
 //! `w_k = l2n(mean_t f_kt)` (the CLIP prompt-ensemble convention: normalise, average, renormalise),
-//! and for an image `logit_k = exp(logit_scale) · cos(image_features, w_k)`.
+//! and for an image `logit_k = exp(logit_scale) · cos(image_features, w_k) + bias` (`bias` is 0 for
+//! CLIP; [`ZeroShotClassifier::for_prompt_tower`] takes SigLIP's `logit_bias`).
 
 use burn::prelude::*;
 
 use super::model::{ClipModel, l2_normalize};
+use super::prompt_text::{PromptTextEncoder, PromptTokenizer};
 use crate::error::ModelError;
 use crate::tokenizer::ClipTokenizer;
 
@@ -41,6 +43,8 @@ pub struct ZeroShotClassifier {
     pub class_embeddings: Tensor<2>,
     /// `exp(logit_scale)`.
     pub scale: f32,
+    /// Added to every logit (SigLIP's `logit_bias`; 0 for CLIP).
+    pub bias: f32,
 }
 
 impl ZeroShotClassifier {
@@ -63,6 +67,25 @@ impl ZeroShotClassifier {
             &|p| tokenizer.encode_padded(p).map_err(|e| e.to_string()),
             &|ids| model.text_features(ids, device),
         )
+    }
+
+    /// [`Self::new`] on any prompt-learning text tower (CLIP or SigLIP), with its logit bias.
+    pub fn for_prompt_tower(
+        encoder: &dyn PromptTextEncoder,
+        tokenizer: &dyn PromptTokenizer,
+        classnames: &[String],
+        templates: &[String],
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let mut head = Self::from_text_encoder(
+            classnames,
+            templates,
+            encoder.logit_scale_exp(),
+            &|p| tokenizer.zero_shot_ids(p).map_err(|e| e.to_string()),
+            &|ids| encoder.text_features_of_ids(ids, device),
+        )?;
+        head.bias = encoder.logit_bias();
+        Ok(head)
     }
 
     /// [`Self::new`] for any text tower: `tokenize` turns a prompt into its padded id row,
@@ -105,6 +128,7 @@ impl ZeroShotClassifier {
             templates: templates.to_vec(),
             class_embeddings: l2_normalize(per_class),
             scale,
+            bias: 0.0,
         })
     }
 
@@ -126,7 +150,9 @@ impl ZeroShotClassifier {
 
     /// Logits from (unnormalised) projected image features `[b, p]`: `[b, K]`.
     pub fn logits_from_features(&self, image_features: Tensor<2>) -> Tensor<2> {
-        l2_normalize(image_features).matmul(self.class_embeddings.clone().transpose()) * self.scale
+        let logits =
+            l2_normalize(image_features).matmul(self.class_embeddings.clone().transpose()) * self.scale;
+        if self.bias == 0.0 { logits } else { logits + self.bias }
     }
 
     /// Logits of a batch of images `[b, c, H, W]`: `[b, K]`.

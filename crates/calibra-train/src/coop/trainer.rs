@@ -2,18 +2,25 @@
 //! runs every step on the K prompts (the gradient reaches the context through it) and the image
 //! tower never runs (its features are an input, computed once).
 //!
-//! One step on the batch `B` of (L2-normalised) image features `v_i`:
+//! The text tower is any [`PromptTextEncoder`] with its [`PromptTokenizer`]: CLIP (CoOp's own) or
+//! SigLIP, whose logit adds its `logit_bias` `b` (0 for CLIP). One step on the batch `B` of
+//! (L2-normalised) image features `v_i`:
 //!
 //! ```text
 //! w_k = l2n(text_projection(text_tower(prompts_k(ctx))))      k = 1..K
-//! z_ik = exp(logit_scale) · v_i · w_k                           (CoOp CustomCLIP.forward)
+//! z_ik = exp(logit_scale) · v_i · w_k + b                       (CoOp CustomCLIP.forward)
 //! L    = loss(z, y [, z^zs])  (+ λ·(1 − mean_k cos(w_k, w_k^clip)) for KgCoOp)
 //! ctx  ← SGD-momentum step on ∇_ctx L (ProGrad: the projected gradient, see `prograd`)
 //! ```
 //!
-//! with `z^zs = exp(logit_scale) · v_i · w_k^clip` the frozen zero-shot logits of the same images
+//! with `z^zs = exp(logit_scale) · v_i · w_k^clip + b` the frozen zero-shot logits of the same images
 //! (template [`CoopConfig::zero_shot_template`]). The learning rate is Dassl's constant-warmup
 //! cosine, constant within an epoch.
+//!
+//! SigLIP was trained with a per-pair sigmoid loss; here its logits go through the configured
+//! class-label loss as CLIP's do (CE and the calibration losses are softmaxes over the K classes, in
+//! which `b` cancels; KgCoOp's and ProGrad's terms likewise), the same reading the evaluator gives
+//! SigLIP's zero-shot logits.
 //!
 //! The steps run on the one training loop ([`crate::training_loop`]).
 //!
@@ -26,8 +33,9 @@ use std::path::Path;
 
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use calibra_models::clip::{ClipModel, PromptLearner, ZeroShotClassifier, l2_normalize};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{
+    PromptLearner, PromptTextEncoder, PromptTokenizer, ZeroShotClassifier, l2_normalize,
+};
 
 use super::checkpoint::{self, CoopState};
 use super::config::{CoopConfig, CoopMethod};
@@ -52,6 +60,8 @@ pub struct CoopOutcome {
     pub dim: usize,
     /// `exp(logit_scale)`.
     pub scale: f64,
+    /// The logit's bias (SigLIP's `logit_bias`; 0 for CLIP).
+    pub bias: f64,
     /// Optimiser steps of the whole run.
     pub total_steps: usize,
     /// The step a checkpoint let the run start from (`None`: from scratch).
@@ -64,7 +74,7 @@ impl CoopOutcome {
         self.text_features.len() / self.dim.max(1)
     }
 
-    /// Logits `exp(logit_scale) · cos(v_i, w_k)` of other (projected, normalised or not) image
+    /// Logits `exp(logit_scale) · cos(v_i, w_k) + bias` of other (projected, normalised or not) image
     /// features, row-major `[n, K]`, computed in f64 on the host.
     ///
     /// Errors: a length that is not a multiple of `dim`, a non-finite value, or a zero row (its
@@ -76,7 +86,7 @@ impl CoopOutcome {
         for v in rows.chunks(self.dim) {
             for w in self.text_features.chunks(self.dim) {
                 let dot: f64 = v.iter().zip(w).map(|(a, b)| a * f64::from(*b)).sum();
-                out.push(self.scale * dot);
+                out.push(self.scale * dot + self.bias);
             }
         }
         Ok(out)
@@ -112,9 +122,10 @@ pub fn steps_per_epoch(n: usize, batch_size: usize) -> usize {
 
 /// Trains a CoOp / KgCoOp / ProGrad prompt for `classnames` on frozen image features.
 ///
-/// - `model`: the CLIP model on `device` (a plain device; the context is trained on
-///   `device.autodiff()`, the towers' weights stay constants).
-/// - `image_features`: row-major `[n, dim]` projected image features (`ClipModel::image_features`),
+/// - `model`, `tokenizer`: a CLIP or SigLIP model on `device` (a plain device; the context is
+///   trained on `device.autodiff()`, the towers' weights stay constants) and its tokenizer.
+/// - `image_features`: row-major `[n, dim]` projected image features (`ClipModel::image_features`,
+///   `SiglipModel::image_features`),
 ///   normalised or not — every row is L2-normalised here (CoOp normalises them in its forward).
 /// - `labels`: one class index in `0..K` per row.
 /// - `loss`: any class-label loss of the registry (CE for CoOp); losses that need zero-shot logits
@@ -128,8 +139,8 @@ pub fn steps_per_epoch(n: usize, batch_size: usize) -> usize {
 /// [`train_prompt_learner`] to start from a given learner.
 #[allow(clippy::too_many_arguments)]
 pub fn train_coop(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn PromptTextEncoder,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     image_features: &[f32],
     dim: usize,
@@ -162,8 +173,8 @@ pub fn train_coop(
 /// are then not used). `learner` must have been built for `classnames` on `device`.
 #[allow(clippy::too_many_arguments)]
 pub fn train_prompt_learner(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn PromptTextEncoder,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     learner: PromptLearner,
     image_features: &[f32],
@@ -206,10 +217,10 @@ pub fn train_prompt_learner(
         TensorData::new(rows.iter().map(|&x| x as f32).collect::<Vec<f32>>(), [n, dim]),
         &plain,
     );
-    let scale = model.logit_scale_exp();
+    let (scale, bias) = (model.logit_scale_exp(), model.logit_bias());
     let zero_shot = if config.method.needs_zero_shot() || loss.needs_zero_shot() {
         let template = vec![config.zero_shot_template.clone()];
-        Some(ZeroShotClassifier::new(model, tokenizer, classnames, &template, &plain)?)
+        Some(ZeroShotClassifier::for_prompt_tower(model, tokenizer, classnames, &template, &plain)?)
     } else {
         None
     };
@@ -254,6 +265,7 @@ pub fn train_prompt_learner(
         plain,
         images,
         scale,
+        bias,
         zero_shot,
         zs_logits,
         schedule,
@@ -272,6 +284,7 @@ pub fn train_prompt_learner(
         text_features,
         dim: p,
         scale: f64::from(scale),
+        bias: f64::from(bias),
         total_steps,
         resumed_from,
     })
@@ -281,7 +294,7 @@ pub fn train_prompt_learner(
 /// prompts' text features, the method's loss and gradient (ProGrad: projected), one SGD step at the
 /// epoch's learning rate; checkpoints of the context.
 struct PromptSteps<'a> {
-    model: &'a ClipModel,
+    model: &'a dyn PromptTextEncoder,
     classnames: &'a [String],
     labels: &'a [usize],
     loss: &'a dyn Loss,
@@ -292,6 +305,8 @@ struct PromptSteps<'a> {
     images: Tensor<2>,
     /// `exp(logit_scale)`.
     scale: f32,
+    /// The logit's bias.
+    bias: f32,
     zero_shot: Option<ZeroShotClassifier>,
     /// The frozen zero-shot logits of every training row, when the method or the loss needs them.
     zs_logits: Option<Tensor<2>>,
@@ -309,7 +324,7 @@ impl TrainingSteps for PromptSteps<'_> {
         learner: PromptLearner,
         batch: &Batch<'_>,
     ) -> Result<(PromptLearner, Stepped), CoopError> {
-        let (model, loss, scale) = (self.model, self.loss, self.scale);
+        let (model, loss, scale, bias) = (self.model, self.loss, self.scale, self.bias);
         let (step, total_steps, indices) = (batch.step, batch.total_steps, batch.indices);
         let index = Tensor::<1, Int>::from_data(
             TensorData::new(indices.iter().map(|&i| i as i64).collect::<Vec<i64>>(), [indices.len()]),
@@ -322,6 +337,7 @@ impl TrainingSteps for PromptSteps<'_> {
         let forward = |learner: &PromptLearner| -> Result<(Tensor<2>, Tensor<2>), CoopError> {
             let text = l2_normalize(learner.text_features(model)?);
             let logits = batch_images.clone().matmul(text.clone().transpose()) * scale;
+            let logits = if bias == 0.0 { logits } else { logits + bias };
             Ok((logits, text))
         };
         let task_loss = |logits: Tensor<2>| -> Result<Tensor<1>, CoopError> {
