@@ -7,37 +7,12 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use calibra_crs::RunRecordSet;
 use calibra_predictions::read_predictions;
-use common::calibra;
+use common::{calibra, tiny_siglip_checkpoint};
 
 const DATA: &str = "synth:derm?n=40&size=32";
-
-/// `dir/tiny-siglip`: the fixture checkpoint with a 30×30 preprocessor config (mean / std 0.5, as
-/// google/siglip-*), `spiece.model` unless `with_tokenizer` is false.
-fn tiny_siglip_checkpoint(dir: &Path, with_tokenizer: bool) -> PathBuf {
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/siglip_model");
-    let ck = dir.join("tiny-siglip");
-    fs::create_dir_all(&ck).unwrap();
-    let mut files = vec!["config.json", "model.safetensors", "tokenizer_config.json"];
-    if with_tokenizer {
-        files.push("spiece.model");
-    }
-    for f in files {
-        fs::copy(fixture.join(f), ck.join(f)).unwrap();
-    }
-    fs::write(
-        ck.join("preprocessor_config.json"),
-        r#"{"do_resize": true, "size": {"height": 30, "width": 30}, "resample": 2,
-            "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
-            "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#,
-    )
-    .unwrap();
-    ck
-}
 
 #[test]
 fn zero_shot_runs_on_a_siglip_checkpoint() {

@@ -22,7 +22,8 @@ pub enum TrainRegime {
     Lora,
     /// Every encoder weight + a linear head.
     Full,
-    /// CoOp context vectors of a CLIP-style encoder (image and text towers frozen).
+    /// Prompt context vectors of a CLIP-style or SigLIP encoder (image and text towers frozen;
+    /// MaPLe and PromptSRC: CLIP only).
     Coop,
 }
 

@@ -1,6 +1,7 @@
-//! What the two CLIP regimes (zero-shot and CoOp) share: loading a fit's CLIP model, tokenizer and
-//! single-label dataset, and the fitted model both return — the CLIP image tower's cached features
-//! scored by a head (a template's class embeddings, or CoOp's learned prompts).
+//! What the two CLIP regimes (zero-shot and CoOp) share: loading a fit's image–text model (CLIP, or
+//! for CoOp-style methods also SigLIP), tokenizer and single-label dataset, and the fitted model both
+//! return — the image tower's cached features scored by a head (a template's class embeddings, or
+//! CoOp's learned prompts).
 
 use std::rc::Rc;
 
@@ -15,7 +16,7 @@ use calibra_train::coop::CoopOutcome;
 
 use crate::RunExecutor;
 use crate::clip_features::{store_image_features, zero_shot_logits};
-use crate::zero_shot_model::ImageTower;
+use crate::zero_shot_model::{ImageTower, ZeroShotModel, model_type_of};
 
 /// A fit's CLIP model and tokenizer, and its dataset.
 pub struct ClipParts {
@@ -24,9 +25,13 @@ pub struct ClipParts {
     pub dataset: Rc<Dataset>,
 }
 
-/// Loads the CLIP checkpoint of `fit`'s encoder and its dataset, which must be single-label
-/// (`regime_needs`, e.g. "CoOp needs", starts the error otherwise).
-pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> Result<ClipParts, ExecError> {
+/// A fit's dataset, which must be single-label (`regime_needs`, e.g. "CoOp needs", starts the error
+/// otherwise).
+fn single_label_dataset(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    regime_needs: &str,
+) -> Result<Rc<Dataset>, ExecError> {
     let c = &fit.config;
     let dataset = executor.datasets.get(&c.dataset.spec)?;
     if dataset.labels.kind == TaskKind::Multilabel {
@@ -34,17 +39,66 @@ pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, regime_needs: &str) -> R
             format!("{regime_needs} a single-label dataset; `{}` is multilabel", c.dataset.name).into()
         );
     }
-    let checkpoint = resolve_checkpoint(&c.encoder.spec)?;
-    if is_timm_bert_dir(&checkpoint.dir) {
-        return Err(format!(
-            "{regime_needs} a CLIP text transformer (its prompts are context vectors before the class \
-             name's tokens); encoder `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text \
-             tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe, PromptSRC) — use it in the zero-shot \
-             regime, or leave it out with [regimes.coop] encoders = [...]",
-            c.encoder.name,
-            checkpoint.dir.display()
-        )
-        .into());
+    Ok(dataset)
+}
+
+/// Why prompt learning refuses the checkpoint in `dir`, if it does: a BERT text tower (any method),
+/// or a SigLIP model for a method that prompts the image tower (MaPLe, PromptSRC: CLIP only).
+pub fn prompt_learning_refusal(
+    encoder_name: &str,
+    dir: &std::path::Path,
+    method: &str,
+    prompts_images: bool,
+) -> Option<String> {
+    if is_timm_bert_dir(dir) {
+        return Some(format!(
+            "{method} needs a CLIP or SigLIP text transformer (its prompts are context vectors before the \
+             class name's tokens); encoder `{encoder_name}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint \
+             with a BERT text tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe, PromptSRC) \
+             — use it in the zero-shot regime, or leave it out with [regimes.coop] encoders = [...]",
+            dir.display()
+        ));
+    }
+    if prompts_images && model_type_of(dir).is_ok_and(|t| t == "siglip") {
+        return Some(format!(
+            "{method} prompts the image tower, which calibra implements for CLIP only; encoder \
+             `{encoder_name}` ({}) is a SigLIP checkpoint — CoOp, KgCoOp and ProGrad run on it; leave it out \
+             of this method with [regimes.coop] encoders = [...]",
+            dir.display()
+        ));
+    }
+    None
+}
+
+/// A fit's image–text model for CoOp-style prompt learning (CLIP or SigLIP) and its dataset.
+pub struct PromptParts {
+    pub model: ZeroShotModel,
+    pub dataset: Rc<Dataset>,
+}
+
+/// Loads the CLIP or SigLIP checkpoint of `fit`'s encoder (with its own tokenizer) for a
+/// CoOp-style method and its single-label dataset.
+pub fn load_prompt_model(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    method: &str,
+) -> Result<PromptParts, ExecError> {
+    let dataset = single_label_dataset(executor, fit, &format!("{method} needs"))?;
+    let checkpoint = resolve_checkpoint(&fit.config.encoder.spec)?;
+    if let Some(why) = prompt_learning_refusal(&fit.config.encoder.name, &checkpoint.dir, method, false) {
+        return Err(why.into());
+    }
+    let model = ZeroShotModel::load(&checkpoint.dir, None, &executor.device)?;
+    Ok(PromptParts { model, dataset })
+}
+
+/// Loads the CLIP checkpoint of `fit`'s encoder and its dataset, which must be single-label, for
+/// `method` (MaPLe, PromptSRC: methods that prompt CLIP's image tower too).
+pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, method: &str) -> Result<ClipParts, ExecError> {
+    let dataset = single_label_dataset(executor, fit, &format!("{method} needs"))?;
+    let checkpoint = resolve_checkpoint(&fit.config.encoder.spec)?;
+    if let Some(why) = prompt_learning_refusal(&fit.config.encoder.name, &checkpoint.dir, method, true) {
+        return Err(why.into());
     }
     let (model, _) = ClipModel::load_checkpoint(&checkpoint, &executor.device)?;
     let tokenizer = ClipTokenizer::for_checkpoint(&checkpoint.dir)

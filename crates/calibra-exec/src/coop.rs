@@ -1,4 +1,6 @@
-//! CoOp fits on a CLIP-style checkpoint (image and text towers): the image tower runs once per
+//! CoOp, KgCoOp and ProGrad fits on a CLIP-style or SigLIP checkpoint (image and text towers; SigLIP's
+//! logits are `exp(logit_scale)·cos + logit_bias`, read through the softmax over classes like CLIP's,
+//! see calibra-train's `coop::trainer`): the image tower runs once per
 //! encoder, dataset, split and condition for the whole grid (CoOp never updates it; the projected
 //! features are the store's cached pass of `clip_features`, shared with zero-shot and with every
 //! other CoOp fit, loss, label fraction and seed), the context vectors train on those projected
@@ -22,7 +24,7 @@ use calibra_train::coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop};
 use crate::RunExecutor;
 use crate::adapted::recipe_loss;
 use crate::clip_features::{ImageFeatures, store_image_features};
-use crate::clip_fit::{ClipParts, ClipPredictor, load_clip};
+use crate::clip_fit::{ClipPredictor, PromptParts, load_prompt_model, prompt_learning_refusal};
 use crate::epoch_log::EpochLog;
 use crate::prompts::prompt_classnames;
 
@@ -85,30 +87,29 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
     }
 }
 
-/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) whose options and loss resolve, and
-/// whose encoder is not a BiomedCLIP-style checkpoint (a BERT text tower: refused up front, as
-/// [`crate::clip_fit::load_clip`] refuses it).
+/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) whose options and loss
+/// resolve, and whose encoder the method runs on (refused up front as the fit would refuse it, see
+/// [`prompt_learning_refusal`]: no BERT text tower; MaPLe and PromptSRC on CLIP only).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
-    let (_, loss) = config_of(fit)?;
+    let (config, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
     let encoder = &fit.config.encoder;
     if let Ok(checkpoint) = calibra_models::hf::resolve_checkpoint(&encoder.spec)
-        && calibra_models::clip::open_clip::is_timm_bert_dir(&checkpoint.dir)
+        && let Some(why) = prompt_learning_refusal(
+            &encoder.name,
+            &checkpoint.dir,
+            config.method.name(),
+            config.method.prompts_images(),
+        )
     {
-        return Err(format!(
-            "prompt learning (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) needs a CLIP text transformer; encoder \
-             `{}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint with a BERT text tower, on which CoOp \
-             is not implemented — leave it out with [regimes.coop] encoders = [...]",
-            encoder.name,
-            checkpoint.dir.display()
-        ));
+        return Err(why);
     }
     Ok(())
 }
 
 fn write_prompt(path: &Path, outcome: &CoopOutcome) -> Result<(), ExecError> {
     let json = serde_json::json!({
-        "dim": outcome.dim, "scale": outcome.scale, "text_features": outcome.text_features,
+        "dim": outcome.dim, "scale": outcome.scale, "bias": outcome.bias, "text_features": outcome.text_features,
         "losses": outcome.losses,
     });
     calibra_core::write_bytes_atomically(path, &serde_json::to_vec(&json)?)
@@ -130,7 +131,10 @@ pub(crate) fn fit<'a>(
         return crate::prompted_towers::fit(executor, fit, &config, loss.as_ref(), ctx);
     }
     let device = &executor.device;
-    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, "CoOp needs")?;
+    let method = config.method.name();
+    let PromptParts { model, dataset } = load_prompt_model(executor, fit, method)?;
+    let (encoder, tokenizer) =
+        model.prompt_tower().ok_or_else(|| format!("{method}: no prompt text tower"))?;
     let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
@@ -142,8 +146,8 @@ pub(crate) fn fit<'a>(
     let fit_dir = ctx.fit_dir();
     let mut log = EpochLog::new(config.method.name());
     let outcome = train_coop(
-        &model,
-        &tokenizer,
+        encoder,
+        tokenizer,
         &classnames,
         &train_features,
         dim,

@@ -70,7 +70,7 @@ pub(crate) fn fit<'a>(
     let c = &fit.config;
     let device = &executor.device;
     let method = config.method.name();
-    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, &format!("{method} needs"))?;
+    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, method)?;
     let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;

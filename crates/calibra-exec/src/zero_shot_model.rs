@@ -9,15 +9,15 @@
 //! cos)` over the K classes (the bias cancels): argmax and ranking equal those of SigLIP's own
 //! per-class sigmoids; the confidences are the softmax's. A BiomedCLIP-style OpenCLIP checkpoint (timm
 //! trunk + BERT text tower, [`OpenClipTimmBert`]) is a CLIP here: softmax-trained logits
-//! `exp(logit_scale)·cos`, its own WordPiece tokenizer. CoOp stays on CLIP models with a CLIP text
-//! transformer.
+//! `exp(logit_scale)·cos`, its own WordPiece tokenizer. CoOp, KgCoOp and ProGrad run on the CLIP and
+//! SigLIP kinds ([`ZeroShotModel::prompt_tower`]), not on the BERT text tower.
 
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor};
 use calibra_models::ModelError;
 use calibra_models::clip::open_clip::{OpenClipTimmBert, is_open_clip_dir, is_timm_bert_dir};
-use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_models::clip::{ClipModel, PromptTextEncoder, PromptTokenizer, ZeroShotClassifier};
 use calibra_models::hf::read_config;
 use calibra_models::siglip_model::{SiglipModel, SiglipZeroShot};
 use calibra_models::siglip_tokenizer::SiglipTokenizer;
@@ -167,6 +167,18 @@ impl ZeroShotModel {
             }
             Self::TimmBert(m, t, n) => ZeroShotHead::Clip(m.zero_shot(t, *n, classnames, templates, device)?),
         })
+    }
+}
+
+impl ZeroShotModel {
+    /// The text tower and tokenizer CoOp-style prompt learning trains through; `None` for the
+    /// BERT text tower of a BiomedCLIP-style checkpoint (not implemented there).
+    pub fn prompt_tower(&self) -> Option<(&dyn PromptTextEncoder, &dyn PromptTokenizer)> {
+        match self {
+            Self::Clip(m, t) => Some((m.as_ref(), t.as_ref())),
+            Self::Siglip(m, t) => Some((m.as_ref(), t.as_ref())),
+            Self::TimmBert(..) => None,
+        }
     }
 }
 

@@ -8,10 +8,10 @@
 //! - an `hf:org/model[@rev]` id must be in the local Hugging Face cache (`$HF_HUB_CACHE`, else
 //!   `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`), resolved
 //!   as the `calibra` binary resolves it (offline: `refs/<rev>`, else the only snapshot);
-//! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot and CoOp need a
-//!   CLIP (or, for zero-shot, SigLIP) checkpoint ([`names::CLIP_MODEL_TYPES`],
-//!   [`names::ZERO_SHOT_MODEL_TYPES`]), LoRA a family calibra can inject adapters into
-//!   ([`names::LORA_MODEL_TYPES`]).
+//! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot, CoOp, KgCoOp and
+//!   ProGrad need a CLIP or SigLIP checkpoint ([`names::ZERO_SHOT_MODEL_TYPES`],
+//!   [`names::COOP_MODEL_TYPES`]), MaPLe and PromptSRC a CLIP ([`names::CLIP_MODEL_TYPES`]), LoRA a
+//!   family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]).
 //!
 //! This crate does not depend on burn: it reads `config.json` as plain JSON. The resolution mirrors
 //! `calibra_models::hf::resolve` (the binary's tests keep the two in step).
@@ -159,7 +159,11 @@ fn readers(recipe: &Recipe, encoder: &EncoderEntry) -> Vec<(&'static str, Option
     if let Some(c) = &r.coop
         && in_scope(c.encoders.as_deref(), &name)
     {
-        out.push(("coop", Some(names::CLIP_MODEL_TYPES)));
+        out.push(("coop", Some(names::COOP_MODEL_TYPES)));
+        let methods = c.methods.as_deref().unwrap_or_default();
+        if methods.iter().any(|m| names::IMAGE_PROMPT_METHODS.contains(&m.as_str())) {
+            out.push(("coop-image-prompts", Some(names::CLIP_MODEL_TYPES)));
+        }
     }
     if let Some(f) = &r.full
         && in_scope(f.encoders.as_deref(), &name)
@@ -216,12 +220,14 @@ pub(crate) fn check_encoders(
             }
             let what = match regime {
                 "lora" => "LoRA is implemented for",
-                "coop" if model_type == "siglip" => {
-                    "CoOp on SigLIP is not implemented (SigLIP runs zero-shot only); CoOp needs"
+                "coop" => "CoOp needs a CLIP or SigLIP checkpoint (image and text towers):",
+                "coop-image-prompts" => {
+                    "MaPLe and PromptSRC (methods) prompt the image tower, which calibra implements for \
+                     CLIP only; they need"
                 }
-                "coop" => "CoOp needs a CLIP checkpoint (image and text towers):",
                 _ => "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers):",
             };
+            let regime = if regime == "coop-image-prompts" { "coop" } else { regime };
             problem(
                 root.key("regimes").key(regime),
                 format!(
@@ -264,19 +270,23 @@ mod tests {
     const LORA: &str =
         "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
 
-    /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot; CoOp on it is refused
-    /// by name.
+    /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot, CoOp, KgCoOp and
+    /// ProGrad; MaPLe and PromptSRC on it are refused by name.
     #[test]
-    fn siglip_runs_zero_shot_and_coop_on_it_is_refused_by_name() {
+    fn siglip_runs_zero_shot_and_coop_and_image_prompts_on_it_are_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let siglip = checkpoint(&dir.path().join("siglip"), "siglip");
         let encoders = format!("[[encoders]]\nsource = \"{siglip}\"\n");
         let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
         assert!(problems(&recipe(&encoders, &format!("{LORA}{zs}")), dir.path()).is_empty());
-        let coop = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\n";
-        let found = problems(&recipe(&encoders, coop), dir.path()).join("\n");
+        let coop = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"kgcoop\", \"prograd\"]\n";
+        assert!(problems(&recipe(&encoders, coop), dir.path()).is_empty());
+        let maple = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"maple\"]\n";
+        let found = problems(&recipe(&encoders, maple), dir.path()).join("\n");
         assert!(
-            found.contains("regimes.coop") && found.contains("CoOp on SigLIP is not implemented"),
+            found.contains("regimes.coop")
+                && found.contains("MaPLe and PromptSRC")
+                && found.contains("siglip"),
             "{found}"
         );
     }

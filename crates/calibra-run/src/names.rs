@@ -229,13 +229,21 @@ pub const TIMM_RESNET_MODEL_TYPE: &str = "timm_resnet";
 /// calibra-models: PEFT names OpenCLIP's fused attention differently).
 pub const OPEN_CLIP_MODEL_TYPE: &str = "open_clip";
 
-/// `config.json` `model_type`s with image and text towers that CoOp prompt learning supports (and
-/// native OpenCLIP checkpoints, [`OPEN_CLIP_MODEL_TYPE`]).
+/// `config.json` `model_type`s of CLIP models (and native OpenCLIP checkpoints,
+/// [`OPEN_CLIP_MODEL_TYPE`]): what the prompt-learning methods that prompt the image tower too
+/// ([`IMAGE_PROMPT_METHODS`]) run on.
 pub const CLIP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE];
 
+/// `config.json` `model_type`s CoOp, KgCoOp and ProGrad run on: CLIP, native OpenCLIP and SigLIP
+/// (whose text tower the context is learned through; sigmoid-trained logits read through the
+/// softmax over classes, as in zero-shot).
+pub const COOP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "siglip"];
+
+/// Prompt-learning methods that prompt the image tower too (CLIP only, [`CLIP_MODEL_TYPES`]).
+pub const IMAGE_PROMPT_METHODS: &[&str] = &["maple", "promptsrc"];
+
 /// `config.json` `model_type`s zero-shot classification supports: CLIP (softmax-trained logits), native
-/// OpenCLIP ([`OPEN_CLIP_MODEL_TYPE`], a CLIP) and SigLIP (`SiglipModel`, sigmoid-trained logits). CoOp
-/// on SigLIP is not implemented.
+/// OpenCLIP ([`OPEN_CLIP_MODEL_TYPE`], a CLIP) and SigLIP (`SiglipModel`, sigmoid-trained logits).
 pub const ZERO_SHOT_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "siglip"];
 
 /// Class-name position of the CoOp prompt (`[regimes.coop] class_position`).
