@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 use calibra_models::clip::ClipModel;
@@ -37,6 +37,12 @@ pub trait PromptedLearner: Module + Clone + std::fmt::Debug {
     fn trainable(self) -> Self;
     /// The global L2 norm of the gradients of every parameter.
     fn grad_norm(&self, grads: &GradientsParams) -> f64;
+}
+
+/// `p` as a trainable parameter: its value on the autodiff view of its device (for
+/// [`PromptedLearner::trainable`]).
+pub(super) fn autodiff_param<const D: usize>(p: Param<Tensor<D>>) -> Param<Tensor<D>> {
+    Param::from_tensor(p.val().inner().autodiff())
 }
 
 /// A method's objective on one batch, and what it does at the end of each epoch.

@@ -16,7 +16,6 @@
 
 use std::path::Path;
 
-use burn::module::Param;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
@@ -26,7 +25,7 @@ use calibra_models::tokenizer::ClipTokenizer;
 use super::config::CoopConfig;
 use super::error::CoopError;
 use super::image_prompts::{
-    ImageBatches, ImagePromptObjective, ImagePromptOutcome, ImagePromptRun, PromptedLearner,
+    ImageBatches, ImagePromptObjective, ImagePromptOutcome, ImagePromptRun, PromptedLearner, autodiff_param,
     run_image_prompts, squared_norm,
 };
 use crate::losses::{Loss, LossBatch};
@@ -41,18 +40,15 @@ impl PromptedLearner for MaplePromptLearner {
     }
 
     fn trainable(self) -> Self {
-        fn param(p: Param<Tensor<2>>) -> Param<Tensor<2>> {
-            Param::from_tensor(p.val().inner().autodiff())
-        }
         fn linear(mut l: Linear) -> Linear {
-            l.weight = param(l.weight);
-            l.bias = l.bias.map(|b| Param::from_tensor(b.val().inner().autodiff()));
+            l.weight = autodiff_param(l.weight);
+            l.bias = l.bias.map(autodiff_param);
             l
         }
         MaplePromptLearner {
-            ctx: param(self.ctx),
+            ctx: autodiff_param(self.ctx),
             proj: linear(self.proj),
-            deep_text: self.deep_text.into_iter().map(param).collect(),
+            deep_text: self.deep_text.into_iter().map(autodiff_param).collect(),
             deep_proj: self.deep_proj.into_iter().map(linear).collect(),
             ..self
         }

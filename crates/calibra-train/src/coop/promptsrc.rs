@@ -24,7 +24,6 @@
 
 use std::path::Path;
 
-use burn::module::Param;
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor};
@@ -34,7 +33,7 @@ use calibra_models::tokenizer::ClipTokenizer;
 use super::config::{CoopConfig, CoopMethod};
 use super::error::CoopError;
 use super::image_prompts::{
-    ImageBatches, ImagePromptObjective, ImagePromptOutcome, ImagePromptRun, PromptedLearner,
+    ImageBatches, ImagePromptObjective, ImagePromptOutcome, ImagePromptRun, PromptedLearner, autodiff_param,
     run_image_prompts, squared_norm,
 };
 use crate::losses::{Loss, LossBatch};
@@ -49,14 +48,11 @@ impl PromptedLearner for IvlpPromptLearner {
     }
 
     fn trainable(self) -> Self {
-        fn param(p: Param<Tensor<2>>) -> Param<Tensor<2>> {
-            Param::from_tensor(p.val().inner().autodiff())
-        }
         IvlpPromptLearner {
-            ctx: param(self.ctx),
-            deep_text: self.deep_text.into_iter().map(param).collect(),
-            vision_ctx: param(self.vision_ctx),
-            deep_vision: self.deep_vision.into_iter().map(param).collect(),
+            ctx: autodiff_param(self.ctx),
+            deep_text: self.deep_text.into_iter().map(autodiff_param).collect(),
+            vision_ctx: autodiff_param(self.vision_ctx),
+            deep_vision: self.deep_vision.into_iter().map(autodiff_param).collect(),
             ..self
         }
     }
