@@ -1,7 +1,7 @@
 //! A BiomedCLIP-style OpenCLIP directory (timm ViT trunk + BERT text tower + WordPiece tokenizer
 //! files; the tiny fixture of calibra-models written by scripts/golden/encoders_biomedclip.py) is
-//! routed by `calibra zero-shot` / `calibra features` to calibra's timm-trunk + BERT loader, and
-//! `calibra train --regime coop` / `--regime lora` refuse it by name.
+//! routed by `calibra zero-shot` / `calibra features` / `calibra train --regime coop` to calibra's
+//! timm-trunk + BERT loader, and `--method maple` / `--regime lora` refuse it by name.
 //!
 //! The fixture's trunk has reduced sizes that open_clip's `TimmModel` would not build from the name
 //! `vit_base_patch16_224` alone (its numerics are checked against open_clip in calibra-models'
@@ -96,29 +96,51 @@ fn zero_shot_and_features_take_the_biomedclip_loader() {
     assert!(stderr.contains("open_clip_model.safetensors holds only"), "{stderr}");
 }
 
+/// CoOp (and KgCoOp, ProGrad) runs on the BERT text tower (checked step by step against torch in
+/// calibra-train's coop_biomedclip test): here it reaches the BiomedCLIP loader; MaPLe, which prompts
+/// the image tower (CLIP's own ViT only), is refused by name.
 #[test]
-fn coop_and_lora_are_refused() {
+fn coop_takes_the_biomedclip_loader_and_maple_and_lora_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
-    let store = tmp.path().join("store");
-    let run = calibra(&[
-        "train",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        DATA,
-        "--regime",
-        "coop",
-        "--n-ctx",
-        "4",
-        "--epochs",
-        "1",
-        "--out",
-        store.to_str().unwrap(),
-    ]);
+    let hub =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/biomedclip/hub");
+    let coop = |method: &str, store: &Path| {
+        calibra_with_cache(
+            &[
+                "train",
+                "--encoder",
+                ck.to_str().unwrap(),
+                "--data",
+                DATA,
+                "--regime",
+                "coop",
+                "--method",
+                method,
+                "--n-ctx",
+                "4",
+                "--epochs",
+                "1",
+                "--out",
+                store.to_str().unwrap(),
+            ],
+            &hub,
+        )
+    };
+    let run = coop("kgcoop", &tmp.path().join("store"));
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("BERT text tower") && stderr.contains("CoOp is not implemented"), "{stderr}");
+    assert!(stderr.contains("open_clip_model.safetensors holds only"), "{stderr}");
+
+    let run = coop("maple", &tmp.path().join("maple"));
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("MaPLe")
+            && stderr.contains("BERT text tower")
+            && stderr.contains("CLIP's own ViT only"),
+        "{stderr}"
+    );
 
     // LoRA on the trunk is refused as for every OpenCLIP checkpoint.
     let lora = tmp.path().join("lora");

@@ -42,42 +42,47 @@ fn single_label_dataset(
     Ok(dataset)
 }
 
-/// Why prompt learning refuses the checkpoint in `dir`, if it does: a BERT text tower (any method),
-/// or a SigLIP model for a method that prompts the image tower (MaPLe, PromptSRC: CLIP only).
+/// Why prompt learning refuses the checkpoint in `dir`, if it does: a method that prompts the image
+/// tower (MaPLe, PromptSRC: implemented for CLIP's own ViT only) on a SigLIP model or on a
+/// BiomedCLIP-style checkpoint (timm trunk + BERT text tower).
 pub fn prompt_learning_refusal(
     encoder_name: &str,
     dir: &std::path::Path,
     method: &str,
     prompts_images: bool,
 ) -> Option<String> {
-    if is_timm_bert_dir(dir) {
-        return Some(format!(
-            "{method} needs a CLIP or SigLIP text transformer (its prompts are context vectors before the \
-             class name's tokens); encoder `{encoder_name}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint \
-             with a BERT text tower: CoOp is not implemented on it (nor KgCoOp, ProGrad, MaPLe, PromptSRC) \
-             — use it in the zero-shot regime, or leave it out with [regimes.coop] encoders = [...]",
-            dir.display()
-        ));
+    if !prompts_images {
+        return None;
     }
-    if prompts_images && model_type_of(dir).is_ok_and(|t| t == "siglip") {
-        return Some(format!(
-            "{method} prompts the image tower, which calibra implements for CLIP only; encoder \
-             `{encoder_name}` ({}) is a SigLIP checkpoint — CoOp, KgCoOp and ProGrad run on it; leave it out \
-             of this method with [regimes.coop] encoders = [...]",
-            dir.display()
-        ));
-    }
-    None
+    let kind = if is_timm_bert_dir(dir) {
+        "a BiomedCLIP-style OpenCLIP checkpoint (timm ViT trunk + BERT text tower)"
+    } else if model_type_of(dir).is_ok_and(|t| t == "siglip") {
+        "a SigLIP checkpoint (model_type siglip)"
+    } else {
+        return None;
+    };
+    let method = match method {
+        "maple" => "MaPLe",
+        "promptsrc" => "PromptSRC",
+        other => other,
+    };
+    Some(format!(
+        "{method} prompts the image tower, which calibra implements for CLIP's own ViT only; encoder \
+         `{encoder_name}` ({}) is {kind} — CoOp, KgCoOp and ProGrad run on it; leave it out of this \
+         method with [regimes.coop] encoders = [...]",
+        dir.display()
+    ))
 }
 
-/// A fit's image–text model for CoOp-style prompt learning (CLIP or SigLIP) and its dataset.
+/// A fit's image–text model for CoOp-style prompt learning (CLIP, BiomedCLIP-style or SigLIP) and its
+/// dataset.
 pub struct PromptParts {
     pub model: ZeroShotModel,
     pub dataset: Rc<Dataset>,
 }
 
-/// Loads the CLIP or SigLIP checkpoint of `fit`'s encoder (with its own tokenizer) for a
-/// CoOp-style method and its single-label dataset.
+/// Loads the image–text checkpoint of `fit`'s encoder (CLIP, BiomedCLIP-style or SigLIP, with its
+/// own tokenizer) for a CoOp-style method and its single-label dataset.
 pub fn load_prompt_model(
     executor: &RunExecutor,
     fit: &FitSpec,
@@ -85,9 +90,6 @@ pub fn load_prompt_model(
 ) -> Result<PromptParts, ExecError> {
     let dataset = single_label_dataset(executor, fit, &format!("{method} needs"))?;
     let checkpoint = resolve_checkpoint(&fit.config.encoder.spec)?;
-    if let Some(why) = prompt_learning_refusal(&fit.config.encoder.name, &checkpoint.dir, method, false) {
-        return Err(why.into());
-    }
     let model = ZeroShotModel::load(&checkpoint.dir, None, &executor.device)?;
     Ok(PromptParts { model, dataset })
 }

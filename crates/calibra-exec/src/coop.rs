@@ -1,4 +1,5 @@
-//! CoOp, KgCoOp and ProGrad fits on a CLIP-style or SigLIP checkpoint (image and text towers; SigLIP's
+//! CoOp, KgCoOp and ProGrad fits on a CLIP-style (BiomedCLIP's BERT text tower included) or SigLIP
+//! checkpoint (image and text towers; SigLIP's
 //! logits are `exp(logit_scale)·cos + logit_bias`, read through the softmax over classes like CLIP's,
 //! see calibra-train's `coop::trainer`): the image tower runs once per
 //! encoder, dataset, split and condition for the whole grid (CoOp never updates it; the projected
@@ -133,8 +134,7 @@ pub(crate) fn fit<'a>(
     let device = &executor.device;
     let method = config.method.name();
     let PromptParts { model, dataset } = load_prompt_model(executor, fit, method)?;
-    let (encoder, tokenizer) =
-        model.prompt_tower().ok_or_else(|| format!("{method}: no prompt text tower"))?;
+    let (encoder, tokenizer) = model.prompt_tower();
     let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;

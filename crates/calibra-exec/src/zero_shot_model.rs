@@ -9,15 +9,17 @@
 //! cos)` over the K classes (the bias cancels): argmax and ranking equal those of SigLIP's own
 //! per-class sigmoids; the confidences are the softmax's. A BiomedCLIP-style OpenCLIP checkpoint (timm
 //! trunk + BERT text tower, [`OpenClipTimmBert`]) is a CLIP here: softmax-trained logits
-//! `exp(logit_scale)·cos`, its own WordPiece tokenizer. CoOp, KgCoOp and ProGrad run on the CLIP and
-//! SigLIP kinds ([`ZeroShotModel::prompt_tower`]), not on the BERT text tower.
+//! `exp(logit_scale)·cos`, its own WordPiece tokenizer. CoOp, KgCoOp and ProGrad run on every kind
+//! ([`ZeroShotModel::prompt_tower`]).
 
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor};
 use calibra_models::ModelError;
 use calibra_models::clip::open_clip::{OpenClipTimmBert, is_open_clip_dir, is_timm_bert_dir};
-use calibra_models::clip::{ClipModel, PromptTextEncoder, PromptTokenizer, ZeroShotClassifier};
+use calibra_models::clip::{
+    ClipModel, OpenClipBertTokenizer, PromptTextEncoder, PromptTokenizer, ZeroShotClassifier,
+};
 use calibra_models::hf::read_config;
 use calibra_models::siglip_model::{SiglipModel, SiglipZeroShot};
 use calibra_models::siglip_tokenizer::SiglipTokenizer;
@@ -77,8 +79,8 @@ pub enum ZeroShotModel {
     Clip(Box<ClipModel>, Box<ClipTokenizer>),
     /// HF `SiglipModel` with SigLIP's SentencePiece tokenizer.
     Siglip(Box<SiglipModel>, Box<SiglipTokenizer>),
-    /// A BiomedCLIP-style OpenCLIP model with its WordPiece tokenizer and context length.
-    TimmBert(Box<OpenClipTimmBert>, Box<WordPieceTokenizer>, usize),
+    /// A BiomedCLIP-style OpenCLIP model with its WordPiece tokenizer at its context length.
+    TimmBert(Box<OpenClipTimmBert>, Box<OpenClipBertTokenizer>),
 }
 
 /// One template set's class embeddings for either kind.
@@ -116,7 +118,9 @@ impl ZeroShotModel {
                     })?,
                     None => tokenizer,
                 };
-                Ok(Self::TimmBert(Box::new(model), Box::new(tokenizer), config.context_length))
+                let tokenizer =
+                    OpenClipBertTokenizer { wordpiece: tokenizer, context_length: config.context_length };
+                Ok(Self::TimmBert(Box::new(model), Box::new(tokenizer)))
             }
             "clip" => {
                 let (model, _) = ClipModel::load(spec, device)
@@ -165,19 +169,24 @@ impl ZeroShotModel {
             Self::Siglip(m, t) => {
                 ZeroShotHead::Siglip(SiglipZeroShot::new(m, t, classnames, templates, device)?)
             }
-            Self::TimmBert(m, t, n) => ZeroShotHead::Clip(m.zero_shot(t, *n, classnames, templates, device)?),
+            Self::TimmBert(m, t) => ZeroShotHead::Clip(m.zero_shot(
+                &t.wordpiece,
+                t.context_length,
+                classnames,
+                templates,
+                device,
+            )?),
         })
     }
 }
 
 impl ZeroShotModel {
-    /// The text tower and tokenizer CoOp-style prompt learning trains through; `None` for the
-    /// BERT text tower of a BiomedCLIP-style checkpoint (not implemented there).
-    pub fn prompt_tower(&self) -> Option<(&dyn PromptTextEncoder, &dyn PromptTokenizer)> {
+    /// The text tower and tokenizer CoOp-style prompt learning trains through.
+    pub fn prompt_tower(&self) -> (&dyn PromptTextEncoder, &dyn PromptTokenizer) {
         match self {
-            Self::Clip(m, t) => Some((m.as_ref(), t.as_ref())),
-            Self::Siglip(m, t) => Some((m.as_ref(), t.as_ref())),
-            Self::TimmBert(..) => None,
+            Self::Clip(m, t) => (m.as_ref(), t.as_ref()),
+            Self::Siglip(m, t) => (m.as_ref(), t.as_ref()),
+            Self::TimmBert(m, t) => (m.as_ref(), t.as_ref()),
         }
     }
 }
@@ -187,7 +196,7 @@ impl ImageTower for ZeroShotModel {
         match self {
             Self::Clip(m, _) => m.image_features(images),
             Self::Siglip(m, _) => m.image_features(images),
-            Self::TimmBert(m, _, _) => m.image_features(images),
+            Self::TimmBert(m, _) => m.image_features(images),
         }
     }
 }
@@ -231,7 +240,8 @@ mod tests {
         let device = Device::flex();
         let sources = TimmBertSources { hub_cache: Some(&hub), trunk_model_args: args };
         let (m, config, tok) = OpenClipTimmBert::load_with(&fix.join("model"), &sources, &device).unwrap();
-        let model = ZeroShotModel::TimmBert(Box::new(m), Box::new(tok), config.context_length);
+        let tok = OpenClipBertTokenizer { wordpiece: tok, context_length: config.context_length };
+        let model = ZeroShotModel::TimmBert(Box::new(m), Box::new(tok));
         let g = read("model/golden.json");
         let strings = |v: &serde_json::Value| -> Vec<String> {
             v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()

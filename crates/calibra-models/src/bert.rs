@@ -199,28 +199,60 @@ impl BertModel {
 
     /// `last_hidden_state` `[b, n, d]` of equal-length id rows, padding (`pad_token_id`) masked.
     pub fn forward_ids(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError> {
+        let words = self.embed_words(ids, device)?;
+        let [b, n, _] = words.dims();
+        let mask: Vec<f32> = ids
+            .iter()
+            .flat_map(|r| r.iter().map(|&t| if t == self.pad_token_id { f32::MIN } else { 0.0 }))
+            .collect();
+        let mask = Tensor::<2>::from_data(TensorData::new(mask, [b, n]), device).reshape([b, 1, 1, n]);
+        Ok(self.encode(words, mask))
+    }
+
+    /// The word embeddings `[b, n, d]` of equal-length id rows (`embeddings.word_embeddings`, before
+    /// positions, token types and the embedding LayerNorm).
+    pub fn embed_words(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError> {
         let vocab = self.word_embeddings.weight.dims()[0];
         let tokens = token_id_tensor("BERT text", ids, vocab, device)?;
-        let [b, n] = tokens.dims();
+        let n = tokens.dims()[1];
         if n > self.max_positions() {
             return Err(ModelError::Input(format!(
                 "BERT text: sequence length {n} exceeds max_position_embeddings {}",
                 self.max_positions()
             )));
         }
-        let mask: Vec<f32> = ids
-            .iter()
-            .flat_map(|r| r.iter().map(|&t| if t == self.pad_token_id { f32::MIN } else { 0.0 }))
-            .collect();
-        let mask = Tensor::<2>::from_data(TensorData::new(mask, [b, n]), device).reshape([b, 1, 1, n]);
-        let d = self.word_embeddings.weight.dims()[1];
+        Ok(self.word_embeddings.forward(tokens))
+    }
+
+    /// `last_hidden_state` of word embeddings `[b, n, d]` (transformers' `inputs_embeds`, e.g. a
+    /// prompt with learned context vectors) where sequence `b` attends to its first `attended[b]`
+    /// positions only (the rest is padding, masked as [`Self::forward_ids`] masks it).
+    pub fn forward_embeddings(&self, words: Tensor<3>, attended: &[usize]) -> Result<Tensor<3>, ModelError> {
+        let [b, n, _] = words.dims();
+        if n > self.max_positions() || attended.len() != b || attended.iter().any(|&a| a == 0 || a > n) {
+            return Err(ModelError::Input(format!(
+                "BERT text: {b} sequences of length {n} (at most {}) need one attended length in 1..={n} \
+                 each, got {attended:?}",
+                self.max_positions()
+            )));
+        }
+        let mask: Vec<f32> =
+            attended.iter().flat_map(|&a| (0..n).map(move |i| if i < a { 0.0 } else { f32::MIN })).collect();
+        let mask =
+            Tensor::<2>::from_data(TensorData::new(mask, [b, n]), &words.device()).reshape([b, 1, 1, n]);
+        Ok(self.encode(words, mask))
+    }
+
+    /// Positions, token type 0 and the embedding LayerNorm, then every layer under `mask`.
+    fn encode(&self, words: Tensor<3>, mask: Tensor<4>) -> Tensor<3> {
+        let [_, n, d] = words.dims();
         let pos = self.position_embeddings.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
         let token_type = self.token_type_embeddings.weight.val().narrow(0, 0, 1).reshape([1, 1, d]);
-        let mut x = self.embeddings_norm.forward(self.word_embeddings.forward(tokens) + pos + token_type);
+        let mut x = self.embeddings_norm.forward(words + pos + token_type);
         for layer in &self.layers {
             x = layer.forward(x, mask.clone(), self.num_heads, self.activation);
         }
-        Ok(x)
+        x
     }
 }
 

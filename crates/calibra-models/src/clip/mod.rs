@@ -20,7 +20,7 @@ pub use ivlp::{IvlpConfig, IvlpPromptLearner, IvlpValues};
 pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};
 pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};
 pub use prompt::{ClassTokenPosition, ContextInit, PromptLearner, PromptLearnerConfig};
-pub use prompt_text::{PromptTextEncoder, PromptTokenizer, SlottedPrompt};
+pub use prompt_text::{OpenClipBertTokenizer, PromptTextEncoder, PromptTokenizer, SlottedPrompt};
 pub use promptsrc_templates::PROMPTSRC_TEMPLATES;
 pub use text::{ClipTextConfig, ClipTextTransformer, EotPooling};
 pub use vision::{ClipVisionConfig, ClipVisionTransformer, TowerOutput};

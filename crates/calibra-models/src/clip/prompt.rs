@@ -98,9 +98,14 @@ pub struct PromptLearner {
     /// Token length of each class name.
     #[module(skip)]
     pub name_lens: Vec<usize>,
-    /// The row the text tower pools for each prompt (CLIP: its EOT; SigLIP: the last position).
+    /// The row the text tower pools for each prompt (CLIP: its EOT; SigLIP: the last position;
+    /// BERT: `[CLS]`).
     #[module(skip)]
     pub pooled_positions: Vec<usize>,
+    /// The leading positions the text tower attends to in each prompt (see
+    /// [`super::SlottedPrompt::attended`]).
+    #[module(skip)]
+    pub attended_lengths: Vec<usize>,
     /// Class-token position.
     #[module(skip)]
     pub position: ClassTokenPosition,
@@ -171,6 +176,7 @@ impl PromptLearnerConfig {
         let mut ids = Vec::with_capacity(k);
         let mut name_lens = Vec::with_capacity(k);
         let mut pooled_positions = Vec::with_capacity(k);
+        let mut attended_lengths = Vec::with_capacity(k);
         let mut slots_start = None;
         for name in classnames {
             let name = name.replace('_', " ");
@@ -178,8 +184,10 @@ impl PromptLearnerConfig {
                 .slotted_prompt(n_ctx, &format!("{name}."))
                 .map_err(|e| tok_err(&format!("class {name:?}"), e))?;
             let len = tokenizer.content_ids(&name).map_err(|e| tok_err(&format!("class {name:?}"), e))?.len();
+            let content_end = prompt.slots_start + n_ctx + len;
             if *slots_start.get_or_insert(prompt.slots_start) != prompt.slots_start
-                || prompt.pooled < prompt.slots_start + n_ctx + len
+                || (prompt.pooled != 0 && prompt.pooled < content_end)
+                || prompt.attended < content_end
             {
                 return Err(ModelError::Input(format!(
                     "CoOp prompt learner: the {} tokenizer laid out class {name:?} inconsistently",
@@ -189,6 +197,7 @@ impl PromptLearnerConfig {
             ids.push(prompt.ids);
             name_lens.push(len);
             pooled_positions.push(prompt.pooled);
+            attended_lengths.push(prompt.attended);
         }
         let s = slots_start.unwrap_or(0);
         let embedding = encoder.embed_prompt_ids(&ids, device)?; // [K, L, d]
@@ -199,6 +208,7 @@ impl PromptLearnerConfig {
             token_suffix: embedding.narrow(1, s + n_ctx, l - s - n_ctx),
             name_lens,
             pooled_positions,
+            attended_lengths,
             position: self.position,
         })
     }
@@ -271,7 +281,7 @@ impl PromptLearner {
     /// Text features of the learned prompts through `encoder`'s frozen text tower (and projection):
     /// `[K, p]`, not normalised (CoOp `TextEncoder`).
     pub fn text_features(&self, encoder: &dyn PromptTextEncoder) -> Result<Tensor<2>, ModelError> {
-        encoder.prompt_features(self.prompts(), &self.pooled_positions)
+        encoder.prompt_features(self.prompts(), &self.pooled_positions, &self.attended_lengths)
     }
 }
 

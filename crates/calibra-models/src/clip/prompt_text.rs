@@ -11,20 +11,27 @@
 //! |---|---|---|---|
 //! | CLIP (HF `CLIPModel`, OpenCLIP) | `[SOT, slot×n, tokens(text), EOT, pad…]` | the EOT | 0 |
 //! | SigLIP (HF `SiglipModel`) | `[slot×n, tokens(text), </s>, pad…]` (no SOT) | the last, `L − 1` | `logit_bias` |
+//! | BERT (BiomedCLIP-style OpenCLIP) | `[CLS, slot×n, tokens(text), SEP, PAD…]`, padding masked | `[CLS]`, 0 | 0 |
 //!
 //! For CLIP this is CoOp's own layout (`"X X … X " + text` tokenised: CLIP's BPE splits on words, so
 //! the tokens after the slots are `tokens(text)`). For SigLIP it is the same idea on SigLIP's
 //! tokenizer: the context takes the first `n` positions (there is no start token to keep), the class
 //! text follows as SigLIP tokenises it (canonicalised: lower case, no ASCII punctuation) and the
-//! prompt is padded as SigLIP was trained, so the pooled last position sees the usual padding.
+//! prompt is padded as SigLIP was trained, so the pooled last position sees the usual padding. For
+//! the BERT text tower of BiomedCLIP-style checkpoints it is BiomedCoOp's layout (Koleilat et al.,
+//! CVPR 2025: CoOp's prompt on open_clip's `HFTokenizer`, context vectors in place of the word
+//! embeddings of `"X X … X"`, open_clip's attention mask over everything but `[PAD]`, so the slots
+//! are attended; the `[CLS]` row pooled, then `text.proj`).
 
 use burn::prelude::*;
 
 use super::model::ClipModel;
+use super::open_clip::OpenClipTimmBert;
 use crate::error::ModelError;
 use crate::siglip_model::SiglipModel;
 use crate::siglip_tokenizer::SiglipTokenizer;
 use crate::tokenizer::ClipTokenizer;
+use crate::tokenizer::wordpiece::WordPieceTokenizer;
 
 /// A class prompt with room for a learned context (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +42,9 @@ pub struct SlottedPrompt {
     pub slots_start: usize,
     /// The row the text tower pools into the text feature.
     pub pooled: usize,
+    /// How many leading positions the text tower attends to (the rest is masked padding; towers
+    /// without a padding mask attend to all of them).
+    pub attended: usize,
 }
 
 /// The tokenizer side of a prompt-learning text tower.
@@ -64,8 +74,14 @@ pub trait PromptTextEncoder {
     fn embed_prompt_ids(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError>;
 
     /// Text features `[b, p]`, not normalised, of prompt embeddings `[b, L, d]` (positions are
-    /// added by the tower); `pooled[b]` is the row pooled for prompt `b`.
-    fn prompt_features(&self, embeds: Tensor<3>, pooled: &[usize]) -> Result<Tensor<2>, ModelError>;
+    /// added by the tower); `pooled[b]` is the row pooled for prompt `b`, `attended[b]` its
+    /// [`SlottedPrompt::attended`].
+    fn prompt_features(
+        &self,
+        embeds: Tensor<3>,
+        pooled: &[usize],
+        attended: &[usize],
+    ) -> Result<Tensor<2>, ModelError>;
 
     /// Text features `[b, p]`, not normalised, of padded id rows (zero-shot prompts).
     fn text_features_of_ids(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<2>, ModelError>;
@@ -121,7 +137,8 @@ impl PromptTokenizer for ClipTokenizer {
         let content = self.content_ids(text)?;
         let pad = (self.pad_id(), self.context_length());
         let ids = lay_out("CLIP", &[self.bos_id()], n_slots, &content, self.eos_id(), pad, text)?;
-        Ok(SlottedPrompt { ids, slots_start: 1, pooled: 1 + n_slots + content.len() })
+        let pooled = 1 + n_slots + content.len();
+        Ok(SlottedPrompt { ids, slots_start: 1, pooled, attended: pad.1 })
     }
 
     fn zero_shot_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
@@ -138,7 +155,12 @@ impl PromptTextEncoder for ClipModel {
         self.text_model.embed_tokens(ids, device)
     }
 
-    fn prompt_features(&self, embeds: Tensor<3>, pooled: &[usize]) -> Result<Tensor<2>, ModelError> {
+    fn prompt_features(
+        &self,
+        embeds: Tensor<3>,
+        pooled: &[usize],
+        _: &[usize],
+    ) -> Result<Tensor<2>, ModelError> {
         self.text_features_from_embeddings(embeds, pooled)
     }
 
@@ -170,7 +192,7 @@ impl PromptTokenizer for SiglipTokenizer {
         let content = self.content_ids(text)?;
         let length = self.context_length();
         let ids = lay_out("SigLIP", &[], n_slots, &content, self.eos_id(), (self.pad_id(), length), text)?;
-        Ok(SlottedPrompt { ids, slots_start: 0, pooled: length - 1 })
+        Ok(SlottedPrompt { ids, slots_start: 0, pooled: length - 1, attended: length })
     }
 
     fn zero_shot_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
@@ -187,7 +209,12 @@ impl PromptTextEncoder for SiglipModel {
         self.text_model.embed_tokens(ids, device)
     }
 
-    fn prompt_features(&self, embeds: Tensor<3>, pooled: &[usize]) -> Result<Tensor<2>, ModelError> {
+    fn prompt_features(
+        &self,
+        embeds: Tensor<3>,
+        pooled: &[usize],
+        _: &[usize],
+    ) -> Result<Tensor<2>, ModelError> {
         let n = embeds.dims()[1];
         if let Some(p) = pooled.iter().find(|&&p| p + 1 != n) {
             return Err(ModelError::Input(format!(
@@ -207,6 +234,74 @@ impl PromptTextEncoder for SiglipModel {
 
     fn logit_bias(&self) -> f32 {
         self.logit_bias
+    }
+}
+
+/// open_clip's `HFTokenizer` for a BiomedCLIP-style checkpoint: its WordPiece tokenizer at the
+/// checkpoint's `context_length` (`text_cfg.context_length`, 256 for BiomedCLIP).
+#[derive(Debug, Clone)]
+pub struct OpenClipBertTokenizer {
+    /// The BERT WordPiece tokenizer.
+    pub wordpiece: WordPieceTokenizer,
+    /// Ids per prompt, padded or truncated to it.
+    pub context_length: usize,
+}
+
+impl PromptTokenizer for OpenClipBertTokenizer {
+    fn family(&self) -> &'static str {
+        "BERT"
+    }
+
+    fn content_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        Ok(self.wordpiece.tokenize(&crate::tokenizer::open_clip_clean::clean_whitespace(text)))
+    }
+
+    fn slotted_prompt(&self, n_slots: usize, text: &str) -> Result<SlottedPrompt, ModelError> {
+        let content = self.content_ids(text)?;
+        let w = &self.wordpiece;
+        let pad = (w.pad_id(), self.context_length);
+        let ids = lay_out("BERT", &[w.cls_id()], n_slots, &content, w.sep_id(), pad, text)?;
+        Ok(SlottedPrompt { ids, slots_start: 1, pooled: 0, attended: 1 + n_slots + content.len() + 1 })
+    }
+
+    fn zero_shot_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        self.wordpiece.encode_open_clip(text, self.context_length).map_err(input)
+    }
+}
+
+impl PromptTextEncoder for OpenClipTimmBert {
+    fn token_width(&self) -> usize {
+        self.text.word_embeddings.weight.dims()[1]
+    }
+
+    fn embed_prompt_ids(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<3>, ModelError> {
+        self.text.embed_words(ids, device)
+    }
+
+    fn prompt_features(
+        &self,
+        embeds: Tensor<3>,
+        pooled: &[usize],
+        attended: &[usize],
+    ) -> Result<Tensor<2>, ModelError> {
+        if let Some(p) = pooled.iter().find(|&&p| p != 0) {
+            return Err(ModelError::Input(format!("BERT text pools its [CLS] row 0, not position {p}")));
+        }
+        let last = self.text.forward_embeddings(embeds, attended)?;
+        let [b, _, d] = last.dims();
+        Ok(self.text_proj.forward(last.narrow(1, 0, 1).reshape([b, d])))
+    }
+
+    fn text_features_of_ids(&self, ids: &[Vec<u32>], device: &Device) -> Result<Tensor<2>, ModelError> {
+        self.text_features(ids, device)
+    }
+
+    fn logit_scale_exp(&self) -> f32 {
+        OpenClipTimmBert::logit_scale_exp(self)
+    }
+
+    fn logit_bias(&self) -> f32 {
+        0.0
     }
 }
 
