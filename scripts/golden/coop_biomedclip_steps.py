@@ -25,17 +25,15 @@ Deterministic: fixed torch generators, one thread; re-running rewrites an identi
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from encoders_biomedclip import FIX, build_model, f32  # noqa: E402  (sets the offline hub cache)
+from encoders_biomedclip import FIX, build_model  # noqa: E402  (sets the offline hub cache)
+from coop_family import ZS_TEMPLATE, f32, run_method, settings, write  # noqa: E402
 
 import open_clip  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = FIX / "model"
@@ -47,19 +45,7 @@ CLASSNAMES = ["melanoma", "benign nevus", "basal cell carcinoma"]
 PHRASE = "a photo of a"
 N_CTX = 4
 N_IMAGES = 8
-STEPS = 4
-LR = 0.5
-MOMENTUM = 0.9
-WEIGHT_DECAY = 0.1
-WARMUP_EPOCHS = 1
-WARMUP_LR = 0.05
-ZS_TEMPLATE = "a photo of a {}."
 
-
-def dassl_lr(epoch: int) -> float:
-    if epoch < WARMUP_EPOCHS:
-        return WARMUP_LR
-    return LR * 0.5 * (1 + math.cos(math.pi * (epoch - WARMUP_EPOCHS) / STEPS))
 
 
 def text_from_embeddings(model, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -123,44 +109,7 @@ def main() -> None:
         return scale * img @ txt.t(), txt
 
     def run(method: str) -> dict:
-        ctx = torch.nn.Parameter(ctx0.clone())
-        opt = torch.optim.SGD(
-            [ctx], lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, dampening=0.0, nesterov=False
-        )
-        losses, projected = [], []
-        for step in range(STEPS):
-            for group in opt.param_groups:
-                group["lr"] = dassl_lr(step)
-            logits, txt = logits_and_text(ctx)
-            ce = F.cross_entropy(logits, labels)
-            opt.zero_grad()
-            if method == "coop":
-                loss = ce
-                loss.backward()
-            elif method == "kgcoop":
-                score = F.cosine_similarity(txt, zs_txt, dim=1, eps=1e-7)
-                loss = ce + 8.0 * (1.0 - score.mean())
-                loss.backward()
-            else:  # prograd
-                loss = ce
-                tea = F.softmax(zs_logits, dim=-1)
-                kl = (-tea * F.log_softmax(logits, dim=-1)).sum(1).mean()
-                kl.backward(retain_graph=True)
-                b = ctx.grad.clone()
-                opt.zero_grad()
-                ce.backward()
-                a = ctx.grad.clone()
-                b_unit = b / torch.linalg.norm(b)
-                dot = torch.dot(a.flatten(), b_unit.flatten())
-                projected.append(bool(dot < 0))
-                if dot < 0:
-                    ctx.grad = a - dot * b_unit
-            losses.append(float(loss.item()))
-            opt.step()
-        out = {"losses": losses, "ctx_final": f32(ctx)}
-        if method == "prograd":
-            out["projected"] = projected
-        return out
+        return run_method(method, ctx0, logits_and_text, labels, zs_txt, zs_logits)
 
     result = {
         "source": "torch 2.15 float32, open_clip_torch 3.3.0 (BiomedCLIP-style CustomTextCLIP); "
@@ -174,25 +123,13 @@ def main() -> None:
         "ctx_init": f32(ctx0),
         "image_features": f32(image_features),
         "labels": labels.tolist(),
-        "zero_shot_template": ZS_TEMPLATE,
         "zero_shot_logits": f32(zs_logits),
-        "steps": STEPS,
-        "lr": LR,
-        "momentum": MOMENTUM,
-        "weight_decay": WEIGHT_DECAY,
-        "warmup_epochs": WARMUP_EPOCHS,
-        "warmup_lr": WARMUP_LR,
+        **settings(),
         "coop": run("coop"),
         "kgcoop": run("kgcoop"),
         "prograd": run("prograd"),
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with open(OUT, "w") as f:
-        json.dump(result, f, separators=(",", ":"))
-        f.write("\n")
-    for m in ("coop", "kgcoop", "prograd"):
-        last = torch.tensor(result[m]["ctx_final"])
-        print(m, "losses", result[m]["losses"], "|ctx-ctx0|/|ctx0|", ((last - ctx0).norm() / ctx0.norm()).item())
+    write(OUT, result, ctx0)
     print("projected", result["prograd"]["projected"], "attended", result["attended"])
 
 

@@ -23,7 +23,6 @@ Deterministic: fixed torch generators, one thread; re-running rewrites an identi
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -33,6 +32,17 @@ from transformers import CLIPModel, CLIPTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from coop_family import (  # noqa: E402
+    LR,
+    MOMENTUM,
+    STEPS,
+    WARMUP_EPOCHS,
+    WARMUP_LR,
+    WEIGHT_DECAY,
+    ZS_TEMPLATE,
+    dassl_lr,
+    f32,
+)
 from encoders_clip import CLASSNAMES, text_from_embeddings  # noqa: E402
 
 FIX = ROOT / "crates" / "calibra-models" / "tests" / "fixtures"
@@ -42,29 +52,6 @@ torch.set_num_threads(1)
 
 N_CTX = 4
 N_IMAGES = 8
-STEPS = 4
-# Larger than CoOp's defaults so that every term visibly moves the context within 4 steps:
-# a wrong dampening (burn's default is 0.1) or weight-decay form would show up far above 1e-4.
-LR = 0.5
-MOMENTUM = 0.9
-WEIGHT_DECAY = 0.1
-WARMUP_EPOCHS = 1
-WARMUP_LR = 0.05
-ZS_TEMPLATE = "a photo of a {}."
-
-
-def f32(t: torch.Tensor):
-    t = t.detach().to(torch.float32)
-    if t.dim() == 0:
-        return float(f"{t.item():.9g}")
-    return [f32(x) for x in t] if t.dim() > 1 else [float(f"{v:.9g}") for v in t.tolist()]
-
-
-def dassl_lr(epoch: int) -> float:
-    """Dassl ConstantWarmupScheduler(CosineAnnealingLR(T_max=max_epoch)) as used by CoOp."""
-    if epoch < WARMUP_EPOCHS:
-        return WARMUP_LR
-    return LR * 0.5 * (1 + math.cos(math.pi * (epoch - WARMUP_EPOCHS) / STEPS))
 
 
 def main() -> None:

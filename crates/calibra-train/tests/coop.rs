@@ -10,43 +10,20 @@
 //!   zero-shot classifier by a margin well inside the measured gain;
 //! - determinism and resume: same seed → same context; a killed run resumes to the same context.
 
-use std::path::{Path, PathBuf};
+#[path = "support/prompt_golden.rs"]
+mod prompt_golden;
+
+use std::path::Path;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_models::clip::{ClassTokenPosition, ClipModel, PromptLearnerConfig, ZeroShotClassifier};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, CoopOutcome, train_coop, train_prompt_learner};
+use prompt_golden::{floats, load, strings};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures")
-}
-
-fn load() -> (ClipModel, ClipTokenizer, Device) {
-    let device = Device::flex();
-    let (model, _) = ClipModel::load(fixtures().join("clip").to_str().unwrap(), &device).unwrap();
-    let tok = ClipTokenizer::from_dir(fixtures().join("tokenizer/hf")).unwrap();
-    (model, tok, device)
-}
-
-fn floats(v: &Value) -> Vec<f32> {
-    fn rec(v: &Value, out: &mut Vec<f32>) {
-        match v {
-            Value::Array(a) => a.iter().for_each(|x| rec(x, out)),
-            x => out.push(x.as_f64().expect("number") as f32),
-        }
-    }
-    let mut out = Vec::new();
-    rec(v, &mut out);
-    out
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
-}
 
 fn ctx_values(learner: &calibra_models::clip::PromptLearner) -> Vec<f32> {
     learner.ctx.val().to_data().iter::<f32>().collect()

@@ -9,15 +9,15 @@
 //!   of "a photo of a {name}." within 1e-5;
 //! - a few full-batch steps of each method: per-step losses and the final context within 1e-4.
 
-#[path = "support/coop_golden.rs"]
-mod coop_golden;
+#[path = "support/prompt_golden.rs"]
+mod prompt_golden;
 
 use std::path::PathBuf;
 
 use burn::tensor::Device;
 use calibra_models::clip::open_clip::{OpenClipTimmBert, TimmBertSources};
 use calibra_models::clip::{OpenClipBertTokenizer, PromptTokenizer};
-use coop_golden::{check_methods_step_by_step, check_phrase_prompts, classnames, golden};
+use prompt_golden::{check_methods_step_by_step, check_phrase_prompts, golden, strings};
 
 fn load() -> (OpenClipTimmBert, OpenClipBertTokenizer, Device) {
     let fix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures/biomedclip");
@@ -39,7 +39,7 @@ fn bert_prompts_are_biomedcoops_and_a_phrase_context_is_the_plain_prompt() {
     let n_ctx = g["n_ctx"].as_u64().unwrap() as usize;
     let want_ids: Vec<Vec<u32>> = serde_json::from_value(g["prompt_ids"].clone()).unwrap();
     let attended: Vec<usize> = serde_json::from_value(g["attended"].clone()).unwrap();
-    for ((name, want), attended) in classnames(&g).iter().zip(&want_ids).zip(attended) {
+    for ((name, want), attended) in strings(&g["classnames"]).iter().zip(&want_ids).zip(attended) {
         let p = tok.slotted_prompt(n_ctx, &format!("{name}.")).unwrap();
         assert_eq!(p.ids.len(), want.len(), "{name}");
         let outside_slots = |ids: &[u32]| -> Vec<u32> {

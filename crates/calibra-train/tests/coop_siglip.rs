@@ -10,8 +10,8 @@
 //!   per-step losses and the final context within 1e-4;
 //! - the learned head's logits carry SigLIP's bias, and a prompt too long for the context is named.
 
-#[path = "support/coop_golden.rs"]
-mod coop_golden;
+#[path = "support/prompt_golden.rs"]
+mod prompt_golden;
 
 use std::path::PathBuf;
 
@@ -19,7 +19,7 @@ use burn::tensor::Device;
 use calibra_models::clip::{ContextInit, PromptLearnerConfig, PromptTokenizer};
 use calibra_models::siglip_model::SiglipModel;
 use calibra_models::siglip_tokenizer::SiglipTokenizer;
-use coop_golden::{check_methods_step_by_step, check_phrase_prompts, classnames, golden};
+use prompt_golden::{check_methods_step_by_step, check_phrase_prompts, golden, strings};
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibra-models/tests/fixtures/siglip_model")
@@ -38,14 +38,14 @@ fn siglip_prompts_are_laid_out_as_the_torch_port_and_a_phrase_context_is_the_pla
     let g = golden("coop_siglip_steps.json");
     let n_ctx = g["n_ctx"].as_u64().unwrap() as usize;
     let want_ids: Vec<Vec<u32>> = serde_json::from_value(g["prompt_ids"].clone()).unwrap();
-    for (name, want) in classnames(&g).iter().zip(&want_ids) {
+    for (name, want) in strings(&g["classnames"]).iter().zip(&want_ids) {
         let p = tok.slotted_prompt(n_ctx, &format!("{name}.")).unwrap();
         assert_eq!(&p.ids, want, "{name}");
         assert_eq!((p.slots_start, p.pooled), (0, want.len() - 1));
     }
     let learner = PromptLearnerConfig::new()
         .with_init(ContextInit::Phrase("a photo of a".into()))
-        .init(&model, &tok, &classnames(&g), &device)
+        .init(&model, &tok, &strings(&g["classnames"]), &device)
         .unwrap();
     assert!(learner.token_prefix.is_none(), "SigLIP has no start token before the context");
     check_phrase_prompts(&model, &tok, &g, &device, 1e-5);
@@ -55,7 +55,7 @@ fn siglip_prompts_are_laid_out_as_the_torch_port_and_a_phrase_context_is_the_pla
 fn coop_kgcoop_and_prograd_on_siglip_match_torch_step_by_step() {
     let (model, tok, device) = load();
     let g = golden("coop_siglip_steps.json");
-    let features = coop_golden::floats(&g["image_features"]);
+    let features = prompt_golden::floats(&g["image_features"]);
     for out in check_methods_step_by_step(&model, &tok, &g, &device) {
         // The learned head scores with SigLIP's own logit: scale·cos + bias.
         assert_eq!(out.bias, f64::from(model.logit_bias));

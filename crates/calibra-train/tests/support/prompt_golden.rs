@@ -1,14 +1,17 @@
-//! Shared by the deep-prompt golden tests (`tests/maple.rs`, `tests/promptsrc.rs`): the tiny CLIP
-//! fixture of calibra-models, the golden JSON reader, the scripts' `wave` formula and an in-memory
-//! image-batch source. Included with `#[path]`, so some items are unused in one of them.
+//! Shared by the prompt-learning golden tests (`tests/maple.rs`, `tests/promptsrc.rs`, `tests/coop.rs`,
+//! `tests/coop_siglip.rs`, `tests/coop_biomedclip.rs`): the tiny CLIP fixture of calibra-models, the
+//! golden JSON reader, the scripts' `wave` formula, an in-memory image-batch source, and the
+//! CoOp-family checks against a `scripts/golden/coop_*_steps.py` file. Included with `#[path]`, so
+//! some items are unused in each of them.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use calibra_models::clip::ClipModel;
+use calibra_models::clip::{ClipModel, ContextInit, PromptLearnerConfig, PromptTextEncoder, PromptTokenizer};
 use calibra_models::tokenizer::ClipTokenizer;
-use calibra_train::coop::CoopError;
+use calibra_train::build_loss;
+use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, CoopOutcome, train_prompt_learner};
 use serde_json::Value;
 
 pub fn fixtures() -> PathBuf {
@@ -80,4 +83,96 @@ pub fn rows_of(images: &Tensor<4>) -> impl FnMut(&[usize]) -> Result<Tensor<4>, 
         );
         Ok(images.clone().select(0, index))
     }
+}
+
+/// With the context set to the golden's phrase, the learned prompts' features equal the plain
+/// prompts' (`phrase_prompt_features`) within `tol`.
+pub fn check_phrase_prompts(
+    encoder: &dyn PromptTextEncoder,
+    tokenizer: &dyn PromptTokenizer,
+    g: &Value,
+    device: &Device,
+    tol: f32,
+) {
+    let phrase = g["phrase"].as_str().unwrap().to_string();
+    let learner = PromptLearnerConfig::new()
+        .with_init(ContextInit::Phrase(phrase))
+        .init(encoder, tokenizer, &strings(&g["classnames"]), device)
+        .unwrap();
+    let got: Vec<f32> = learner.text_features(encoder).unwrap().into_data().try_to_vec().unwrap();
+    let diff = max_diff(&got, &floats(&g["phrase_prompt_features"]));
+    eprintln!("phrase prompts vs the plain prompts' features: max |diff| {diff:e}");
+    assert!(diff <= tol, "phrase prompts vs the plain prompts' features: {diff:e}");
+}
+
+/// A few full-batch steps of CoOp, KgCoOp and ProGrad from the golden's context: per-step losses and
+/// the final context within 1e-4 of torch. Returns each method's outcome.
+pub fn check_methods_step_by_step(
+    encoder: &dyn PromptTextEncoder,
+    tokenizer: &dyn PromptTokenizer,
+    g: &Value,
+    device: &Device,
+) -> Vec<CoopOutcome> {
+    let names = strings(&g["classnames"]);
+    let n_ctx = g["n_ctx"].as_u64().unwrap() as usize;
+    let ctx0 = floats(&g["ctx_init"]);
+    let d = ctx0.len() / n_ctx;
+    let features = floats(&g["image_features"]);
+    let labels: Vec<usize> = serde_json::from_value(g["labels"].clone()).unwrap();
+    let n = labels.len();
+    let dim = features.len() / n;
+    let steps = g["steps"].as_u64().unwrap() as usize;
+    let base = CoopConfig {
+        epochs: steps,
+        batch_size: n,
+        lr: g["lr"].as_f64().unwrap(),
+        momentum: g["momentum"].as_f64().unwrap(),
+        weight_decay: g["weight_decay"].as_f64().unwrap(),
+        warmup_epochs: g["warmup_epochs"].as_u64().unwrap() as usize,
+        warmup_lr: g["warmup_lr"].as_f64().unwrap(),
+        zero_shot_template: g["zero_shot_template"].as_str().unwrap().into(),
+        ..CoopConfig::default()
+    };
+    let ce = build_loss::<&str>("ce", &[]).unwrap();
+    let mut outcomes = Vec::new();
+    for (key, method) in [
+        ("coop", CoopMethod::Coop),
+        ("kgcoop", CoopMethod::KGCOOP_DEFAULT),
+        ("prograd", CoopMethod::PROGRAD_DEFAULT),
+    ] {
+        let learner = PromptLearnerConfig::new()
+            .with_n_ctx(n_ctx)
+            .init(encoder, tokenizer, &names, device)
+            .unwrap()
+            .with_context(Tensor::<3>::from_data(TensorData::new(ctx0.clone(), [1, n_ctx, d]), device))
+            .unwrap();
+        let config = CoopConfig { method, ..base.clone() };
+        let out = train_prompt_learner(
+            encoder,
+            tokenizer,
+            &names,
+            learner,
+            &features,
+            dim,
+            &labels,
+            ce.as_ref(),
+            &config,
+            device,
+            None,
+            &mut |_| {},
+        )
+        .unwrap();
+        let want: Vec<f64> = serde_json::from_value(g[key]["losses"].clone()).unwrap();
+        assert_eq!(out.losses.len(), want.len());
+        for (s, (got, want)) in out.losses.iter().zip(&want).enumerate() {
+            assert!((got - want).abs() <= 1e-4, "{key}: loss of step {s}: {got} vs torch {want}");
+        }
+        let got_ctx: Vec<f32> = out.learner.ctx.val().to_data().iter::<f32>().collect();
+        let diff = max_diff(&got_ctx, &floats(&g[key]["ctx_final"]));
+        let moved = max_diff(&ctx0, &floats(&g[key]["ctx_final"]));
+        eprintln!("{key}: max |ctx - torch| = {diff:e} (the context moved by up to {moved:e})");
+        assert!(diff <= 1e-4, "{key}: ctx after {steps} steps: {diff:e}");
+        outcomes.push(out);
+    }
+    outcomes
 }
