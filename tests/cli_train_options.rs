@@ -2,7 +2,7 @@
 //! - `--batch-size B --accumulate N`: LoRA with two accumulated batches of 8 writes the records of
 //!   batches of 16 (metrics within 1e-4: the same optimiser steps up to float rounding);
 //! - `--augment crop-flip`: a run is reproducible (same seed, same predictions) and differs from the
-//!   unaugmented one;
+//!   unaugmented one; likewise for MaPLe (`--regime coop --method maple`), which trains on images;
 //! - the recipe records each option, and a regime that does not take them refuses them.
 
 mod common;
@@ -100,4 +100,42 @@ fn augmented_runs_are_reproducible_and_differ_from_plain_ones() {
     assert_ne!(predictions(&a), predictions(&plain), "the augmentation changes training");
     let recipe = std::fs::read_to_string(a.join("journal/recipe.toml")).unwrap();
     assert!(recipe.contains("augment = \"crop-flip\""), "{recipe}");
+}
+
+/// MaPLe on the shipped tiny CLIP with `--augment crop-flip`: reproducible at 1 and 2 threads, and
+/// different from the unaugmented run.
+#[test]
+fn augmented_maple_runs_are_reproducible_and_differ_from_plain_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let encoder = Path::new(env!("CARGO_MANIFEST_DIR")).join("checkpoints/tiny-clip");
+    let maple = |store: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--encoder",
+            encoder.to_str().unwrap(),
+            "--data",
+            "synth:fundus?n=60&size=32",
+            "--regime",
+            "coop",
+            "--method",
+            "maple",
+            "--maple-depth",
+            "2",
+            "--epochs",
+            "1",
+            "--calibrators",
+            "none",
+            "--out",
+            store.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = calibra(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let (a, b, plain) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("plain"));
+    maple(&a, &["--augment", "crop-flip", "--threads", "1"]);
+    maple(&b, &["--augment", "crop-flip", "--threads", "2"]);
+    maple(&plain, &[]);
+    assert_eq!(predictions(&a), predictions(&b), "same seed, same augmented run, whatever the thread count");
+    assert_ne!(predictions(&a), predictions(&plain), "the augmentation changes MaPLe's training");
 }

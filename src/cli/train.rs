@@ -86,8 +86,10 @@ pub struct TrainArgs {
     /// images while memory holds B; default 1).
     #[arg(long, value_name = "N")]
     pub accumulate: Option<u32>,
-    /// LoRA / full: train-time augmentation, `none` (default) or `crop-flip` (torchvision's
-    /// RandomResizedCrop + RandomHorizontalFlip defaults, drawn per image and epoch).
+    /// LoRA / full, and CoOp with --method maple or promptsrc (which train on images): train-time
+    /// augmentation, `none` (default) or `crop-flip` (torchvision's RandomResizedCrop +
+    /// RandomHorizontalFlip defaults, drawn per image and epoch; MaPLe's and PromptSRC's references
+    /// train with these two).
     #[arg(long, value_name = "NAME")]
     pub augment: Option<String>,
     /// LoRA rank.
@@ -328,6 +330,21 @@ mod tests {
             recipe(&[&base[..], &["--method", "prograd", "--prograd-temperature", "2"]].concat()).unwrap();
         let c = c.regimes.coop.unwrap();
         assert_eq!((c.prograd_lambda, c.prograd_temperature), (None, Some(2.0)));
+    }
+
+    #[test]
+    fn augment_reaches_the_image_prompt_methods_and_is_refused_for_coop() {
+        let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o", "--regime", "coop"];
+        for method in ["maple", "promptsrc"] {
+            let r = recipe(&[&base[..], &["--method", method, "--augment", "crop-flip"]].concat()).unwrap();
+            assert_eq!(r.regimes.coop.unwrap().augment.as_deref(), Some("crop-flip"), "{method}");
+        }
+        for method in ["coop", "kgcoop"] {
+            let e = recipe(&[&base[..], &["--method", method, "--augment", "crop-flip"]].concat())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--augment") && e.contains("cached image features"), "{e}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::prompts::prompt_classnames;
 
 /// The CoOp configuration of a fit.
 fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfig), String> {
-    let FitMethod::Coop { n_ctx, ctx_init, csc, class_position, epochs, lr, loss, method } =
+    let FitMethod::Coop { n_ctx, ctx_init, csc, class_position, epochs, lr, loss, method, augment } =
         &fit.config.method
     else {
         return Err("not a CoOp fit".into());
@@ -56,6 +56,7 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
         ctx_init,
         csc: *csc,
         class_position: class_position.parse().map_err(|e| format!("class_position: {e}"))?,
+        augment: calibra_train::augment::Augment::parse(augment)?,
         epochs: *epochs as usize,
         lr: *lr,
         seed: fit.config.seed,

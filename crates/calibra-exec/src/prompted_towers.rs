@@ -5,7 +5,7 @@
 //!
 //! Training images are the train split's label fraction, decoded and preprocessed with the
 //! encoder's preprocessing batch by batch on every step (memory does not grow with the training
-//! set; no train-time augmentation). `fits/<fit key>/train/` holds the training checkpoint (a
+//! set), then augmented as the fit's `augment` says (calibra-train's image-prompt loop does it). `fits/<fit key>/train/` holds the training checkpoint (a
 //! killed fit resumes from it); the predictions of the calibration and test splits under every
 //! condition run the prompted towers on the split's images.
 

@@ -89,6 +89,10 @@ pub enum FitMethod {
         loss: LossConfig,
         #[serde(skip_serializing_if = "PromptMethod::is_coop")]
         method: PromptMethod,
+        /// Train-time augmentation (MaPLe, PromptSRC only; `none` for the others); in the key only
+        /// when not `none`.
+        #[serde(default = "no_augment", skip_serializing_if = "is_no_augment")]
+        augment: String,
     },
     /// Full fine-tuning with a loss (`head_init`, `early_stopping`, `batch_size`, `accumulate`: as
     /// for [`FitMethod::Lora`]).
@@ -224,6 +228,12 @@ impl PromptMethod {
         matches!(self, PromptMethod::Coop)
     }
 
+    /// Whether the method prompts the image tower too and so trains on images (MaPLe, PromptSRC;
+    /// [`crate::names::IMAGE_PROMPT_METHODS`]).
+    pub fn prompts_images(&self) -> bool {
+        crate::names::IMAGE_PROMPT_METHODS.contains(&self.name())
+    }
+
     /// The records' `probe` of this method trained with the loss labelled `loss_label`: the label for
     /// plain CoOp (as before methods existed), `<method>+<label>` otherwise (`kgcoop+mcm`,
     /// `prograd+ce`), so the evaluator sees each method apart.
@@ -253,6 +263,10 @@ fn is_default_batch(v: &u32) -> bool {
 
 fn is_one(v: &u32) -> bool {
     *v == 1
+}
+
+fn no_augment() -> String {
+    "none".into()
 }
 
 fn is_no_augment(v: &str) -> bool {
@@ -470,6 +484,10 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                                 lr: c.lr,
                                 loss: loss.into(),
                                 method,
+                                augment: match c.augment.as_deref() {
+                                    Some(a) if method.prompts_images() => a.to_string(),
+                                    _ => no_augment(),
+                                },
                             },
                             method.probe_label(&loss.display_label()),
                             fractions(c.label_fractions.as_deref()),

@@ -403,6 +403,11 @@ pub struct CoopRegime {
     /// Its standard deviation (default [`PROMPTSRC_DEFAULT_GPA_STD`]).
     #[serde(default)]
     pub promptsrc_gpa_std: Option<f64>,
+    /// Train-time augmentation of the methods that train on images (MaPLe, PromptSRC): `none`
+    /// (default) or `crop-flip` (the references' random resized crop + flip; see calibra-train's
+    /// `augment`). CoOp, KgCoOp and ProGrad train on cached image features and are not augmented.
+    #[serde(default)]
+    pub augment: Option<String>,
     /// Encoder names this regime runs on (default: all); they must be CLIP-style checkpoints.
     #[serde(default)]
     pub encoders: Option<Vec<String>>,

@@ -162,6 +162,7 @@ impl TrainPlan {
                     promptsrc_image_weight: None,
                     promptsrc_gpa_mean: None,
                     promptsrc_gpa_std: None,
+                    augment,
                     encoders: None,
                     datasets: None,
                     label_fractions: None,
@@ -231,16 +232,29 @@ impl TrainPlan {
         Ok(())
     }
 
-    /// `--batch-size` / `--accumulate` apply to the fine-tuning regimes only.
+    /// `--batch-size` / `--accumulate` apply to the fine-tuning regimes only, `--augment` to them
+    /// and to the prompt methods that train on images (`--regime coop --method maple|promptsrc`).
     fn batch_flags(&self) -> Result<(), RunError> {
-        let given = [
-            ("--batch-size", self.batch_size.is_some()),
-            ("--accumulate", self.accumulate.is_some()),
-            ("--augment", self.augment.is_some()),
-        ];
+        let given =
+            [("--batch-size", self.batch_size.is_some()), ("--accumulate", self.accumulate.is_some())];
         for (flag, _) in given.into_iter().filter(|g| g.1) {
             if !matches!(self.regime, TrainedRegime::Lora | TrainedRegime::Full) {
                 return Err(flag_error(format!("{flag} applies to --regime lora and full")));
+            }
+        }
+        if self.augment.is_some() {
+            let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
+            let images = crate::names::IMAGE_PROMPT_METHODS.contains(&method);
+            match self.regime {
+                TrainedRegime::Lora | TrainedRegime::Full => {}
+                TrainedRegime::Coop if images => {}
+                TrainedRegime::Coop => {
+                    return Err(flag_error(format!(
+                        "--augment applies to --regime coop only with --method maple or promptsrc (which \
+                         train on images); --method {method} trains on cached image features"
+                    )));
+                }
+                _ => return Err(flag_error("--augment applies to --regime lora, full and coop".into())),
             }
         }
         Ok(())

@@ -104,6 +104,24 @@ fn each_method_is_its_own_fit_with_its_own_probe() {
     assert_eq!(keys(&kg), keys(&all[8..16]));
 }
 
+/// `augment` reaches the fits of the methods that train on images only (in their keys), and leaves
+/// the others' keys as they were.
+#[test]
+fn augment_is_in_the_image_methods_keys_only() {
+    let methods = "methods = [\"coop\", \"maple\", \"promptsrc\"]\n";
+    let plain = coop_fits(&with_coop(methods));
+    let augmented = coop_fits(&with_coop(&format!("{methods}augment = \"crop-flip\"\n")));
+    assert_eq!(plain.len(), augmented.len());
+    let n = plain.len() / 3;
+    assert_eq!(keys(&augmented[..n]), keys(&plain[..n]), "CoOp's fits are not augmented");
+    for (a, p) in augmented[n..].iter().zip(&plain[n..]) {
+        assert_ne!(a.key, p.key, "{}", a.config.probe);
+        let json = serde_json::to_value(&a.config.method).unwrap();
+        assert_eq!(json["augment"], "crop-flip");
+        assert!(serde_json::to_value(&p.config.method).unwrap().get("augment").is_none());
+    }
+}
+
 #[test]
 fn the_dry_run_and_the_shards_count_every_method() {
     let text = with_coop("methods = [\"coop\", \"kgcoop\", \"prograd\"]\n");
@@ -142,6 +160,12 @@ fn bad_methods_and_values_are_named_with_key_and_line() {
         ),
         ("methods = [\"coop\"]\nmaple_depth = 3", "regimes.coop.maple_depth", "applies to method `maple`"),
         ("methods = [\"maple\"]\nmaple_n_ctx = 0", "regimes.coop.maple_n_ctx", "must be >= 1"),
+        (
+            "methods = [\"coop\", \"kgcoop\"]\naugment = \"crop-flip\"",
+            "regimes.coop.augment",
+            "applies to the methods that train on images (maple, promptsrc)",
+        ),
+        ("methods = [\"maple\"]\naugment = \"flip\"", "regimes.coop.augment", "unknown augment `flip`"),
         ("methods = [\"hicropl\"]", "regimes.coop.methods[0]", "not implemented yet (issue #25"),
         (
             "methods = [\"kgcop\"]",

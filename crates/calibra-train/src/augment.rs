@@ -147,6 +147,29 @@ pub fn crop_flip(image: &[f32], shape: [usize; 3], seed: u64, out: &mut [f32]) {
     resized_crop(image, shape, crop, flip, out);
 }
 
+/// A batch of training images (`pixels`: `rows.len()` images of `shape`, row-major) as `augment`
+/// transforms them in epoch `epoch` of a run seeded `seed`: each image's random stream depends on
+/// (seed, epoch, its training row) only, so neither the batch it falls in nor the thread count
+/// changes it. [`Augment::None`] returns the pixels unchanged.
+pub fn augment_batch(
+    pixels: Vec<f32>,
+    shape: [usize; 3],
+    rows: &[usize],
+    augment: Augment,
+    (seed, epoch): (u64, usize),
+) -> Vec<f32> {
+    if augment == Augment::None {
+        return pixels;
+    }
+    let size = shape.iter().product::<usize>();
+    let mut out = vec![0f32; pixels.len()];
+    let epoch_seed = crate::training_loop::mix(seed, 3 << 40 | epoch as u64);
+    for ((dst, image), &row) in out.chunks_exact_mut(size).zip(pixels.chunks_exact(size)).zip(rows) {
+        crop_flip(image, shape, crate::training_loop::mix(epoch_seed, row as u64), dst);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

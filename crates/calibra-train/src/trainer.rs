@@ -243,13 +243,13 @@ impl TrainSet {
             return self.images(indices, device);
         }
         let [c, h, w] = self.image_shape;
-        let size = c * h * w;
-        let source = self.pixels(indices)?;
-        let mut pixels = vec![0f32; indices.len() * size];
-        let epoch_seed = mix(seed, 3 << 40 | epoch as u64);
-        for ((out, image), &i) in pixels.chunks_exact_mut(size).zip(source.chunks_exact(size)).zip(indices) {
-            crate::augment::crop_flip(image, self.image_shape, mix(epoch_seed, i as u64), out);
-        }
+        let pixels = crate::augment::augment_batch(
+            self.pixels(indices)?,
+            self.image_shape,
+            indices,
+            augment,
+            (seed, epoch),
+        );
         Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
     }
 

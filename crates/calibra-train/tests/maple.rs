@@ -5,7 +5,8 @@
 //!   transformers' CLIPModel in torch, float32): features and logits within 1e-5, per-step losses
 //!   and every parameter after the last step within 1e-4;
 //! - the phrase init: `ctx` starts as the embeddings of the first `n_ctx` tokens of "a photo of a";
-//! - determinism and resume: a killed run resumes to the uninterrupted prompts;
+//! - determinism and resume: a killed run resumes to the uninterrupted prompts, with crop-flip
+//!   augmentation (which gives its own prompts, the same on every run);
 //! - bad configs are refused by name.
 
 #[path = "support/prompt_golden.rs"]
@@ -16,6 +17,7 @@ use std::path::Path;
 use burn::tensor::{Device, Tensor};
 use calibra_models::clip::{ClipModel, MapleConfig, MaplePromptLearner, MapleValues};
 use calibra_models::tokenizer::ClipTokenizer;
+use calibra_train::augment::Augment;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, train_maple, train_maple_learner};
 use prompt_golden::{floats, host, load, max_diff, rows_of, strings, usizes, wave};
@@ -177,8 +179,9 @@ fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
         seed: 5,
         ..golden_config(&g, &c)
     };
+    let augmented = CoopConfig { augment: Augment::CropFlip, ..config.clone() };
     let ce = build_loss::<&str>("ce", &[]).unwrap();
-    let run = |dir: Option<&Path>, stop_after: Option<usize>| {
+    let run = |config: &CoopConfig, dir: Option<&Path>, stop_after: Option<usize>| {
         let mut batches = rows_of(&c.images);
         let mut seen = 0;
         let mut progress = |_: &calibra_train::trainer::StepReport| {
@@ -194,21 +197,28 @@ fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
             &mut batches,
             &c.labels,
             ce.as_ref(),
-            &config,
+            config,
             &device,
             dir,
             &mut progress,
         )
     };
-    let a = run(None, None).unwrap();
-    let b = run(None, None).unwrap();
+    let a = run(&config, None, None).unwrap();
+    let b = run(&config, None, None).unwrap();
     assert_eq!(a.learner.values(), b.learner.values(), "same seed, same prompts");
     assert_eq!(a.total_steps, 9);
 
+    // Crop-flip augmentation: its own prompts, the same ones on every run.
+    let a = run(&augmented, None, None).unwrap();
+    assert_ne!(a.learner.values(), b.learner.values(), "the augmentation changed nothing");
+    assert_eq!(a.learner.values(), run(&augmented, None, None).unwrap().learner.values());
+
+    // A run killed mid-way resumes to the uninterrupted (augmented) run's prompts.
     let dir = tempfile::tempdir().unwrap();
-    let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(Some(dir.path()), Some(5))));
+    let killed =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&augmented, Some(dir.path()), Some(5))));
     assert!(killed.is_err(), "the run was killed at step 5");
-    let resumed = run(Some(dir.path()), None).unwrap();
+    let resumed = run(&augmented, Some(dir.path()), None).unwrap();
     assert_eq!(resumed.resumed_from, Some(4), "the last checkpoint was after step 4");
     assert_eq!(resumed.losses.len(), 9);
     let (x, y) = (resumed.learner.values(), a.learner.values());
@@ -233,6 +243,10 @@ fn bad_configs_are_refused_by_name() {
     assert!(err.contains("fewer than n_ctx"), "{err}");
     let bad = CoopConfig { csc: true, ..golden_config(&g, &c) };
     assert!(bad.validate().unwrap_err().to_string().contains("csc"));
+    // CoOp trains on cached features: augmenting them is refused, not ignored.
+    let bad = CoopConfig { augment: Augment::CropFlip, ..CoopConfig::default() };
+    let err = bad.validate().unwrap_err().to_string();
+    assert!(err.contains("crop-flip") && err.contains("cached image features"), "{err}");
     // CoOp's feature-based trainer refuses MaPLe rather than ignoring the image prompts.
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let err = calibra_train::coop::train_coop(

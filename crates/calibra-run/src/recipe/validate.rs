@@ -374,6 +374,26 @@ impl Recipe {
                 );
             }
         }
+        if let Some(a) = c.augment.as_deref() {
+            if !super::AUGMENTS.contains(&a) {
+                problem(
+                    at.key("augment"),
+                    format!("unknown augment `{a}`; expected one of {}", super::AUGMENTS.join(", ")),
+                );
+            } else if a != "none"
+                && !methods.iter().any(|m| names::IMAGE_PROMPT_METHODS.contains(&m.as_str()))
+            {
+                problem(
+                    at.key("augment"),
+                    format!(
+                        "augment `{a}` applies to the methods that train on images ({}), which `methods` \
+                         does not list (methods: {}); CoOp, KgCoOp and ProGrad train on cached image features",
+                        names::IMAGE_PROMPT_METHODS.join(", "),
+                        methods.join(", ")
+                    ),
+                );
+            }
+        }
         let counts = [
             ("maple_depth", c.maple_depth, "maple", "MaPLe's prompt depth"),
             ("maple_n_ctx", c.maple_n_ctx, "maple", "MaPLe's context tokens"),

@@ -1,5 +1,6 @@
 //! Hyper-parameters of a CoOp run ([`CoopConfig`]) and the prompt-tuning method ([`CoopMethod`]).
 
+use crate::augment::Augment;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{ModuleOptimizer, SgdConfig};
@@ -149,6 +150,11 @@ pub struct CoopConfig {
     pub zero_shot_template: String,
     /// Write a checkpoint every this many steps when a checkpoint directory is given (0: at the end only).
     pub checkpoint_every: usize,
+    /// Train-time augmentation of the training images (MaPLe and PromptSRC, which train on images;
+    /// the references use `random_resized_crop` + `random_flip`). CoOp, KgCoOp and ProGrad train on
+    /// cached image features and refuse anything but [`Augment::None`].
+    #[serde(default)]
+    pub augment: Augment,
 }
 
 impl Default for CoopConfig {
@@ -169,6 +175,7 @@ impl Default for CoopConfig {
             method: CoopMethod::Coop,
             zero_shot_template: "a photo of a {}.".into(),
             checkpoint_every: 0,
+            augment: Augment::None,
         }
     }
 }
@@ -249,6 +256,14 @@ impl CoopConfig {
             return Err(CoopError::Config(format!(
                 "{} has one shared context before the class name: csc must be false and class_position \
                  \"end\"",
+                self.method.name()
+            )));
+        }
+        if self.augment != Augment::None && !self.method.prompts_images() {
+            return Err(CoopError::Config(format!(
+                "augment \"{}\" applies to MaPLe and PromptSRC, which train on images; {} trains on cached \
+                 image features",
+                self.augment.name(),
                 self.method.name()
             )));
         }

@@ -6,20 +6,22 @@
 //! What differs between the methods is the learner ([`PromptedLearner`]) and the objective of a
 //! batch, with an optional per-epoch aggregate of the parameters ([`ImagePromptObjective`]). The
 //! rest is shared: SGD-momentum with Dassl's constant-warmup cosine (constant within an epoch), the
-//! batch order [`crate::training_loop::epoch_order`], and crash-safe checkpoints (a resumed run ends
-//! with the same prompts).
+//! batch order [`crate::training_loop::epoch_order`], the optional train-time augmentation of
+//! [`CoopConfig::augment`] (crop + flip per image, seeded by the run seed, epoch and training row, as
+//! fine-tuning augments), and crash-safe checkpoints (a resumed run ends with the same prompts).
 
 use std::path::Path;
 
 use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 use calibra_models::clip::ClipModel;
 
 use super::checkpoint::{self, CoopState};
 use super::config::CoopConfig;
 use super::error::CoopError;
 use super::trainer::steps_per_epoch;
+use crate::augment::{Augment, augment_batch};
 use crate::losses::finite_value;
 use crate::schedule::ConstantWarmupCosine;
 use crate::training_loop::{Batch, LoopPlan, StepReport, Stepped, TrainingSteps, at_step};
@@ -181,7 +183,16 @@ impl<L: PromptedLearner, O: ImagePromptObjective<L>> TrainingSteps for ImageProm
 
     fn step(&mut self, learner: L, batch: &Batch<'_>) -> Result<(L, Stepped), CoopError> {
         let (step, total_steps, indices) = (batch.step, batch.total_steps, batch.indices);
-        let images = (self.images)(indices)?;
+        let mut images = (self.images)(indices)?;
+        let config = self.run.config;
+        if config.augment != Augment::None {
+            let [b, c, h, w] = images.dims();
+            let device = images.device();
+            let pixels: Vec<f32> = images.into_data().iter::<f32>().collect();
+            let pixels =
+                augment_batch(pixels, [c, h, w], indices, config.augment, (config.seed, batch.epoch));
+            images = Tensor::<4>::from_data(TensorData::new(pixels, [b, c, h, w]), &device);
+        }
         let batch_labels: Vec<usize> = indices.iter().map(|&i| self.run.labels[i]).collect();
         let value = self.objective.objective(&learner, self.run.model, images, &batch_labels)?;
         let loss_value = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
