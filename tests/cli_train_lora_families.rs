@@ -106,3 +106,30 @@ fn lora_trains_on_a_timm_vit_with_peft_names() {
     assert_eq!(read.config.modules_to_save.as_deref(), Some(&["head".to_string()][..]));
     assert_reproduces_recorded_logits(&ck, &store, &adapter);
 }
+
+/// `calibra train --regime lora` on a timm ViT without `--lora-targets` adapts its fused `qkv` (the
+/// query and value projections of the other families live there); a recipe asking for `query` /
+/// `value` alone on it is refused up front, naming the fix.
+#[test]
+fn the_default_lora_targets_of_a_timm_vit_are_its_fused_qkv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/timm/token");
+    let ck = tmp.path().join("timm");
+    fs::create_dir(&ck).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        fs::copy(fixture.join(file), ck.join(file)).unwrap();
+    }
+    let (_, read) = train_lora(&ck, &tmp.path().join("store"), &[]);
+    let modules: Vec<&String> = read.factors.keys().collect();
+    assert_eq!(modules, ["blocks.0.attn.qkv", "blocks.1.attn.qkv"]);
+
+    let args = ["train", "--encoder", ck.to_str().unwrap(), "--data", DATA, "--regime", "lora"];
+    let store = tmp.path().join("refused");
+    let out =
+        calibra(&[&args[..], &["--lora-targets", "query,value", "--out", store.to_str().unwrap()]].concat());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("regimes.lora.targets") && err.contains("add \"qkv\""), "{err}");
+    assert!(!store.join("fits").exists(), "nothing trained before the refusal");
+}

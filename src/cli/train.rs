@@ -36,6 +36,17 @@ fn parse_coop_method(s: &str) -> Result<String, String> {
     }
 }
 
+/// `--lora-targets` when not given: the encoder family's query and value projections (see
+/// [`calibra_run::names::lora_targets_for`]); an encoder whose `config.json` cannot be read here gets
+/// Hugging Face's names, and recipe validation then says what is wrong with it.
+fn default_lora_targets(encoder: &str) -> Vec<String> {
+    let cache = calibra_run::encoder_check::hf_hub_cache();
+    let model_type = calibra_run::encoder_check::resolve_encoder(encoder, cache.as_deref())
+        .and_then(|dir| calibra_run::encoder_check::model_type(&dir))
+        .unwrap_or_default();
+    calibra_run::names::lora_targets_for(&model_type)
+}
+
 #[derive(Debug, clap::Args)]
 pub struct TrainArgs {
     /// The encoder: a checkpoint directory (config.json, model.safetensors,
@@ -102,9 +113,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.05)]
     pub lora_dropout: f64,
     /// Projections that get LoRA branches (query, key, value, dense, fc1, fc2, q_proj, ...; on a timm
-    /// ViT: qkv, out_proj, fc1, fc2).
-    #[arg(long, value_delimiter = ',', default_value = "query,value")]
-    pub lora_targets: Vec<String>,
+    /// ViT: qkv, out_proj, fc1, fc2) [default: the attention's query and value: query,value, or qkv on
+    /// a timm ViT, whose attention is one fused Linear].
+    #[arg(long, value_delimiter = ',')]
+    pub lora_targets: Option<Vec<String>>,
     /// CoOp: number of context vectors.
     #[arg(long, default_value_t = 16)]
     pub n_ctx: u32,
@@ -211,7 +223,7 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         lora_r: args.lora_r,
         lora_alpha: args.lora_alpha,
         lora_dropout: args.lora_dropout,
-        lora_targets: args.lora_targets.clone(),
+        lora_targets: args.lora_targets.clone().unwrap_or_else(|| default_lora_targets(&args.encoder)),
         n_ctx: args.n_ctx,
         ctx_init: args.ctx_init.clone(),
         csc: args.csc,

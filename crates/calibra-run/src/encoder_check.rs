@@ -11,7 +11,9 @@
 //! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot, CoOp, KgCoOp and
 //!   ProGrad need a CLIP or SigLIP checkpoint ([`names::ZERO_SHOT_MODEL_TYPES`],
 //!   [`names::COOP_MODEL_TYPES`]), MaPLe and PromptSRC a CLIP ([`names::CLIP_MODEL_TYPES`]), LoRA a
-//!   family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]).
+//!   family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]), with `targets` that wrap
+//!   at least one of its projections ([`names::lora_targets_match`]: `query`/`value` match nothing in
+//!   a timm ViT, whose attention is one fused `qkv`).
 //!
 //! This crate does not depend on burn: it reads `config.json` as plain JSON. The resolution mirrors
 //! `calibra_models::hf::resolve` (the binary's tests keep the two in step).
@@ -216,6 +218,29 @@ pub(crate) fn check_encoders(
         for (regime, accepted) in readers {
             let Some(accepted) = accepted else { continue };
             if accepted.contains(&model_type.as_str()) {
+                if regime == "lora"
+                    && let Some(l) = &recipe.regimes.lora
+                    && !names::lora_targets_match(&model_type, &l.targets)
+                {
+                    let timm = model_type == names::TIMM_VIT_MODEL_TYPE;
+                    let fix = if timm {
+                        "its attention is one fused `qkv` Linear, as PEFT names it: add \"qkv\" to targets \
+                         (query / value still serve the Hugging Face encoders)"
+                    } else {
+                        "`qkv` is a timm ViT's fused projection: add \"query\", \"value\" to targets"
+                    };
+                    problem(
+                        root.key("regimes").key("lora").key("targets"),
+                        format!(
+                            "encoder `{}` ({}) has model_type `{model_type}`: LoRA targets [{}] wrap none \
+                             of its projections ({}); {fix}, or restrict [regimes.lora] with encoders = [...]",
+                            encoder.display_name(),
+                            encoder.source,
+                            l.targets.join(", "),
+                            names::lora_modules_of(&model_type).join(", ")
+                        ),
+                    );
+                }
                 continue;
             }
             let what = match regime {
@@ -289,6 +314,32 @@ mod tests {
                 && found.contains("siglip"),
             "{found}"
         );
+    }
+
+    /// Issue 17: `query` / `value` wrap nothing in a timm ViT (one fused `qkv`), and `qkv` nothing in a
+    /// Hugging Face ViT; named up front, and a list with both serves a mixed panel.
+    #[test]
+    fn lora_targets_that_wrap_nothing_in_an_encoder_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let timm = dir.path().join("timm");
+        std::fs::create_dir_all(&timm).unwrap();
+        std::fs::write(timm.join("config.json"), r#"{"architecture": "vit_base_patch16_224"}"#).unwrap();
+        let vit = checkpoint(&dir.path().join("vit"), "vit");
+        let encoders =
+            format!("[[encoders]]\nsource = \"{}\"\n[[encoders]]\nsource = \"{vit}\"\n", timm.display());
+        let lora = |targets: &str| LORA.replace("targets = [\"query\"]", &format!("targets = [{targets}]"));
+        let found = problems(&recipe(&encoders, &lora("\"query\", \"value\"")), dir.path()).join("\n");
+        assert!(
+            found.contains("regimes.lora.targets")
+                && found.contains("encoder `timm`")
+                && found.contains("timm_vit")
+                && found.contains("add \"qkv\""),
+            "{found}"
+        );
+        assert!(!found.contains("encoder `vit`"), "{found}");
+        let found = problems(&recipe(&encoders, &lora("\"qkv\"")), dir.path()).join("\n");
+        assert!(found.contains("encoder `vit`") && found.contains("add \"query\", \"value\""), "{found}");
+        assert!(problems(&recipe(&encoders, &lora("\"query\", \"value\", \"qkv\"")), dir.path()).is_empty());
     }
 
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
@@ -385,7 +436,9 @@ mod tests {
             vit.display(),
             resnet.display()
         );
-        let found = problems(&recipe(&encoders, LORA), &dir.path().join("hub"));
+        // `qkv`: the timm ViT's fused attention projection (`query` alone wraps nothing there).
+        let lora = LORA.replace("targets = [\"query\"]", "targets = [\"qkv\"]");
+        let found = problems(&recipe(&encoders, &lora), &dir.path().join("hub"));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("encoder `resnet`") && found[0].contains("`timm_resnet`"), "{found:?}");
     }

@@ -175,6 +175,30 @@ pub const LORA_TARGETS: &[LoraTarget] = &[
     LoraTarget { name: "qkv", peft: &["qkv"] },
 ];
 
+/// The PEFT module suffixes of the linears LoRA can wrap in an encoder of `model_type`: a timm ViT's
+/// fused `qkv`, `attn.proj`, `fc1`, `fc2`; the Hugging Face families' separate `q_proj` / `k_proj` /
+/// `v_proj`, attention outputs and MLPs. [`lora_targets_for`] and recipe validation read it.
+pub fn lora_modules_of(model_type: &str) -> &'static [&'static str] {
+    if model_type == TIMM_VIT_MODEL_TYPE {
+        &["qkv", "attn.proj", "fc1", "fc2"]
+    } else {
+        &["q_proj", "k_proj", "v_proj", "o_proj", "self_attn.out_proj", "fc1", "fc2"]
+    }
+}
+
+/// Whether recipe LoRA `targets` wrap at least one projection of an encoder of `model_type`.
+pub fn lora_targets_match(model_type: &str, targets: &[String]) -> bool {
+    let modules = lora_modules_of(model_type);
+    peft_targets(targets).is_ok_and(|p| p.iter().any(|t| modules.contains(&t.as_str())))
+}
+
+/// The default LoRA targets of `calibra train` for an encoder of `model_type`: the query and value
+/// projections (CRS-Bench's, PEFT's usual), which a timm ViT holds fused in `qkv`.
+pub fn lora_targets_for(model_type: &str) -> Vec<String> {
+    let names: &[&str] = if model_type == TIMM_VIT_MODEL_TYPE { &["qkv"] } else { &["query", "value"] };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
 /// The recipe names of [`LORA_TARGETS`], in order.
 pub fn lora_target_names() -> Vec<&'static str> {
     LORA_TARGETS.iter().map(|t| t.name).collect()

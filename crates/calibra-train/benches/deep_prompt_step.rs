@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use calibra_models::clip::{ClipConfig, ClipModel, ClipTextConfig, ClipVisionConfig};
+use calibra_models::clip::{ClipConfig, ClipModel, ClipTextConfig, ClipVisionConfig, EotPooling};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopError, train_maple, train_promptsrc};
@@ -35,7 +35,9 @@ fn main() {
     let tok = ClipTokenizer::from_dir(fixtures.join("tokenizer/hf")).expect("fixture tokenizer");
     let config = ClipConfig::new(
         ClipVisionConfig::new(768, 12, 12, 3072, SIDE, 16),
-        ClipTextConfig::new(49_408, 512, 12, 8, 2048),
+        // Pooled at the fixture tokenizer's end-of-text id (PromptSRC's frozen template features
+        // run the text tower on plain ids).
+        ClipTextConfig::new(49_408, 512, 12, 8, 2048).with_pooling(EotPooling::FirstId(tok.eos_id())),
         512,
     );
     let model: ClipModel = config.init(&device);
