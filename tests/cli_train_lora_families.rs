@@ -32,6 +32,19 @@ fn train_lora(ck: &Path, store: &Path, extra: &[&str]) -> (PathBuf, PeftAdapter)
     (adapter, read)
 }
 
+/// `dir/timm`: the tiny timm ViT of calibra-models (`token` pooling, scripts/golden/encoders_timm.py)
+/// in timm's Hugging Face layout.
+fn timm_checkpoint(dir: &Path) -> PathBuf {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/timm/token");
+    let ck = dir.join("timm");
+    fs::create_dir(&ck).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        fs::copy(fixture.join(file), ck.join(file)).unwrap();
+    }
+    ck
+}
+
 /// Loaded back onto `ck`, the adapter gives the clean-test logits the run recorded.
 fn assert_reproduces_recorded_logits(ck: &Path, store: &Path, adapter: &Path) {
     let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
@@ -87,13 +100,7 @@ fn lora_trains_on_a_vit_mae_pretraining_checkpoint() {
 #[test]
 fn lora_trains_on_a_timm_vit_with_peft_names() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/timm/token");
-    let ck = tmp.path().join("timm");
-    fs::create_dir(&ck).unwrap();
-    for file in ["config.json", "model.safetensors"] {
-        fs::copy(fixture.join(file), ck.join(file)).unwrap();
-    }
+    let ck = timm_checkpoint(tmp.path());
     let store = tmp.path().join("store");
     let (adapter, read) = train_lora(&ck, &store, &["--lora-targets", "qkv,out_proj"]);
     let modules: Vec<&String> = read.factors.keys().collect();
@@ -113,13 +120,7 @@ fn lora_trains_on_a_timm_vit_with_peft_names() {
 #[test]
 fn the_default_lora_targets_of_a_timm_vit_are_its_fused_qkv() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/timm/token");
-    let ck = tmp.path().join("timm");
-    fs::create_dir(&ck).unwrap();
-    for file in ["config.json", "model.safetensors"] {
-        fs::copy(fixture.join(file), ck.join(file)).unwrap();
-    }
+    let ck = timm_checkpoint(tmp.path());
     let (_, read) = train_lora(&ck, &tmp.path().join("store"), &[]);
     let modules: Vec<&String> = read.factors.keys().collect();
     assert_eq!(modules, ["blocks.0.attn.qkv", "blocks.1.attn.qkv"]);

@@ -42,6 +42,7 @@ from coop_family import (  # noqa: E402
     ZS_TEMPLATE,
     dassl_lr,
     f32,
+    sgd,
 )
 from encoders_clip import CLASSNAMES, text_from_embeddings  # noqa: E402
 
@@ -132,9 +133,7 @@ def main() -> None:
 
     def run(method: str, loss_name: str = "ce", init: torch.Tensor = ctx0, position: str = "end") -> dict:
         ctx = torch.nn.Parameter(init.clone())
-        opt = torch.optim.SGD(
-            [ctx], lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, dampening=0.0, nesterov=False
-        )
+        opt = sgd(ctx)
         after, losses, projected = [], [], []
         for step in range(STEPS):
             for group in opt.param_groups:
