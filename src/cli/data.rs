@@ -1,9 +1,10 @@
-//! `calibra data inspect SPEC` and `calibra data perturb SPEC --out DIR`: look at a dataset the way the
-//! protocol will see it (splits, classes, label fractions, metadata, problems) and at its perturbed
-//! images.
+//! `calibra data inspect SPEC`, `calibra data perturb SPEC --out DIR` and `calibra data export SPEC
+//! --out DIR`: look at a dataset the way the protocol will see it (splits, classes, label fractions,
+//! metadata, problems) and at its perturbed images, and write it to disk as an ImageFolder.
 
 use crate::cli::output::{OutputFormat, emit};
 use anyhow::Result;
+use calibra_data::export_imagefolder::{ExportFormat, export_imagefolder};
 use calibra_data::inspect::{InspectOptions, inspect};
 use calibra_data::perturb_gallery::{GalleryOptions, write_gallery};
 use calibra_data::{
@@ -23,6 +24,10 @@ pub enum DataCommand {
     Inspect(InspectArgs),
     /// Write sample images at every perturbation and severity, for a person to look at.
     Perturb(PerturbArgs),
+    /// Write a single-label dataset as an ImageFolder (`OUT/<class>/<sample>.jpg`) that
+    /// `imagefolder:OUT` reads back, e.g. a generated `synth:` set as real JPEG files; a second run
+    /// writes only what is missing.
+    Export(ExportArgs),
 }
 
 /// Options shared by the data commands.
@@ -85,6 +90,21 @@ pub struct PerturbArgs {
     pub seed: u64,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// Output folder (created): one folder per class, one image per sample.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Image format: `jpeg` (default) or `png` (lossless).
+    #[arg(long, default_value = "jpeg", value_parser = ["jpeg", "png"])]
+    pub image_format: String,
+    /// JPEG quality, 1–100 (4:2:0 chroma subsampling).
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quality: u8,
+}
+
 fn parse_perturbation(s: &str) -> Result<Perturbation, String> {
     Perturbation::parse(s).ok_or_else(|| {
         format!(
@@ -98,6 +118,7 @@ pub fn run(args: &DataArgs) -> Result<()> {
     match &args.command {
         DataCommand::Inspect(a) => inspect_command(a),
         DataCommand::Perturb(a) => perturb_command(a),
+        DataCommand::Export(a) => export_command(a),
     }
 }
 
@@ -134,5 +155,31 @@ fn perturb_command(args: &PerturbArgs) -> Result<()> {
         on_bad_image: args.dataset.on_bad_image,
     };
     emit(&write_gallery(&ds, &options)?.message(&args.out))?;
+    Ok(())
+}
+
+fn export_command(args: &ExportArgs) -> Result<()> {
+    let ds = load(&args.dataset)?;
+    let format =
+        if args.image_format == "png" { ExportFormat::Png } else { ExportFormat::Jpeg(args.quality) };
+    let total = ds.len();
+    let step = (total / 20).max(1);
+    let progress = |n: usize| {
+        if n.is_multiple_of(step) || n == total {
+            eprintln!("        export: {n}/{total} images");
+        }
+    };
+    let summary = export_imagefolder(&ds, &args.out, format, args.dataset.on_bad_image, &progress)?;
+    let mut message = format!(
+        "{}: {} images written, {} already there; read it with `imagefolder:{}`\n",
+        args.out.display(),
+        summary.written,
+        summary.existing,
+        args.out.display()
+    );
+    for s in &summary.skipped {
+        message.push_str(&format!("skipped {}: {}\n", s.location, s.reason));
+    }
+    emit(&message)?;
     Ok(())
 }

@@ -40,6 +40,7 @@
 pub mod dataset;
 pub mod detect;
 pub mod error;
+pub mod export_imagefolder;
 pub mod filters;
 pub mod hashing;
 pub mod image_source;

@@ -26,7 +26,7 @@ mod blur;
 mod contrast;
 mod fast_math;
 mod fov_crop;
-mod jpeg;
+pub(crate) mod jpeg;
 mod rician;
 
 pub use blur::gaussian_blur;
