@@ -31,7 +31,12 @@ fn stderr(out: &std::process::Output) -> String {
 
 #[test]
 fn the_shipped_recipes_pass_the_dry_run() {
-    for name in ["recipes/crs-bench.toml", "recipes/mvc-bench.toml", "recipes/quickstart.toml"] {
+    for name in [
+        "recipes/crs-bench.toml",
+        "recipes/mvc-bench.toml",
+        "recipes/quickstart.toml",
+        "recipes/rehearsal-224.toml",
+    ] {
         let out = calibra(&["run", &repo(name), "--dry-run", "--no-check-paths"]);
         assert!(out.status.success(), "{name}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
