@@ -169,9 +169,9 @@ impl ZeroShotModel {
             Self::Siglip(m, t) => {
                 ZeroShotHead::Siglip(SiglipZeroShot::new(m, t, classnames, templates, device)?)
             }
-            Self::TimmBert(m, t) => ZeroShotHead::Clip(m.zero_shot(
-                &t.wordpiece,
-                t.context_length,
+            Self::TimmBert(m, t) => ZeroShotHead::Clip(ZeroShotClassifier::for_prompt_tower(
+                m.as_ref(),
+                t.as_ref(),
                 classnames,
                 templates,
                 device,

@@ -19,8 +19,8 @@
 use burn::module::Module;
 use burn::prelude::*;
 
-use crate::clip::l2_normalize;
 use crate::clip::model::read_scalar;
+use crate::clip::{ZeroShotClassifier, l2_normalize};
 use crate::error::ModelError;
 use crate::hf::{
     Checkpoint, HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint,
@@ -156,9 +156,6 @@ fn sigmoid_logits(img: Tensor<2>, txt: Tensor<2>, log_scale: f32, bias: f32) -> 
     img.matmul(txt.transpose()).mul_scalar(log_scale.exp()).add_scalar(bias)
 }
 
-/// How many prompts go through the text tower at once.
-const TEXT_BATCH: usize = 64;
-
 /// A SigLIP zero-shot head: one unit-norm text embedding per class and the sigmoid logit's scale
 /// and bias. With several templates per class the embeddings follow CLIP's prompt ensemble
 /// (normalise each prompt's feature, average per class, renormalise), as calibra's CLIP zero-shot.
@@ -195,29 +192,11 @@ impl SiglipZeroShot {
                 templates.len()
             )));
         }
-        let mut ids = Vec::with_capacity(classnames.len() * templates.len());
-        for name in classnames {
-            for t in templates {
-                let prompt = crate::clip::fill_template(t, name)?;
-                ids.push(
-                    tokenizer
-                        .encode_padded(&prompt)
-                        .map_err(|e| ModelError::Input(format!("SigLIP zero-shot prompt {prompt:?}: {e}")))?,
-                );
-            }
-        }
-        let mut feats = Vec::new();
-        for chunk in ids.chunks(TEXT_BATCH) {
-            feats.push(l2_normalize(model.text_features(chunk, device)?));
-        }
-        let feats = Tensor::cat(feats, 0);
-        let [_, d] = feats.dims();
-        let k = classnames.len();
-        let per_class = feats.reshape([k, templates.len(), d]).mean_dim(1).reshape([k, d]);
+        let head = ZeroShotClassifier::for_prompt_tower(model, tokenizer, classnames, templates, device)?;
         Ok(Self {
-            classnames: classnames.to_vec(),
-            templates: templates.to_vec(),
-            class_embeddings: l2_normalize(per_class),
+            classnames: head.classnames,
+            templates: head.templates,
+            class_embeddings: head.class_embeddings,
             logit_scale: model.logit_scale,
             logit_bias: model.logit_bias,
         })

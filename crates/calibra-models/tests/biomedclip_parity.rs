@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use calibra_models::clip::open_clip::{OpenClipTimmBert, TimmBertSources};
+use calibra_models::clip::{OpenClipBertTokenizer, ZeroShotClassifier};
 use calibra_models::tokenizer::wordpiece::WordPieceTokenizer;
 use serde_json::Value;
 
@@ -88,15 +89,15 @@ fn check_fixture(name: &str) {
     let strings = |v: &Value| -> Vec<String> {
         v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
     };
-    let head = model
-        .zero_shot(
-            &tokenizer,
-            config.context_length,
-            &strings(&z["classnames"]),
-            &strings(&z["templates"]),
-            &device,
-        )
-        .unwrap();
+    let tokenizer = OpenClipBertTokenizer { wordpiece: tokenizer, context_length: config.context_length };
+    let head = ZeroShotClassifier::for_prompt_tower(
+        &model,
+        &tokenizer,
+        &strings(&z["classnames"]),
+        &strings(&z["templates"]),
+        &device,
+    )
+    .unwrap();
     max_diff(
         &format!("{name} zero-shot class embeddings"),
         head.class_embeddings.clone(),

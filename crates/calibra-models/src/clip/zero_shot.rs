@@ -60,16 +60,12 @@ impl ZeroShotClassifier {
         templates: &[String],
         device: &Device,
     ) -> Result<Self, ModelError> {
-        Self::from_text_encoder(
-            classnames,
-            templates,
-            model.logit_scale_exp(),
-            &|p| tokenizer.encode_padded(p).map_err(|e| e.to_string()),
-            &|ids| model.text_features(ids, device),
-        )
+        Self::for_prompt_tower(model, tokenizer, classnames, templates, device)
     }
 
-    /// [`Self::new`] on any prompt-learning text tower (CLIP or SigLIP), with its logit bias.
+    /// [`Self::new`] on any image–text family's text tower (CLIP, SigLIP, BiomedCLIP's BERT), each
+    /// prompt tokenised by `tokenizer` as that family's zero-shot expects
+    /// ([`PromptTokenizer::zero_shot_ids`]), with the family's logit bias.
     pub fn for_prompt_tower(
         encoder: &dyn PromptTextEncoder,
         tokenizer: &dyn PromptTokenizer,

@@ -24,8 +24,8 @@ use safetensors::{Dtype, SafeTensors};
 use super::timm_bert_config::{HfProjType, TimmBertConfig};
 use super::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
 use crate::bert::{BertConfig, BertModel, bert_rules};
+use crate::clip::l2_normalize;
 use crate::clip::model::read_scalar_bytes;
-use crate::clip::{ZeroShotClassifier, l2_normalize};
 use crate::error::ModelError;
 use crate::hf::load::{check_fits_file, load_safetensors_bytes};
 use crate::hf::resolve::hf_hub_cache;
@@ -269,25 +269,6 @@ impl OpenClipTimmBert {
         let last = self.text.forward_ids(ids, device)?;
         let [b, _, d] = last.dims();
         Ok(self.text_proj.forward(last.narrow(1, 0, 1).reshape([b, d])))
-    }
-
-    /// The zero-shot head of `classnames` × `templates` (see [`ZeroShotClassifier::new`]), prompts
-    /// tokenised as open_clip's `HFTokenizer` does at `context_length`.
-    pub fn zero_shot(
-        &self,
-        tokenizer: &WordPieceTokenizer,
-        context_length: usize,
-        classnames: &[String],
-        templates: &[String],
-        device: &Device,
-    ) -> Result<ZeroShotClassifier, ModelError> {
-        ZeroShotClassifier::from_text_encoder(
-            classnames,
-            templates,
-            self.logit_scale_exp(),
-            &|p| tokenizer.encode_open_clip(p, context_length).map_err(|e| e.to_string()),
-            &|ids| self.text_features(ids, device),
-        )
     }
 
     /// `exp(logit_scale) · l2n(image_features) · l2n(text_features)ᵀ`.
