@@ -94,6 +94,16 @@ pub fn export_imagefolder(
         )));
     }
     let classes: Vec<String> = dataset.labels.names.iter().map(|n| file_stem(n)).collect();
+    for (i, class) in classes.iter().enumerate() {
+        if let Some(j) = classes[..i].iter().position(|c| c == class) {
+            return Err(DataError::Invalid(format!(
+                "classes `{}` and `{}` would share the folder {}",
+                dataset.labels.names[j],
+                dataset.labels.names[i],
+                out.join(class).display()
+            )));
+        }
+    }
     let mut paths: BTreeMap<PathBuf, &str> = BTreeMap::new();
     let mut targets = Vec::with_capacity(dataset.len());
     for sample in &dataset.samples {
@@ -111,7 +121,7 @@ pub fn export_imagefolder(
         }
         targets.push(path);
     }
-    for dir in classes.iter().collect::<std::collections::BTreeSet<_>>() {
+    for dir in &classes {
         let dir = out.join(dir);
         std::fs::create_dir_all(&dir).map_err(|e| DataError::io(&dir, e))?;
     }

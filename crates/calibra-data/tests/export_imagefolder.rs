@@ -1,6 +1,6 @@
 //! `export_imagefolder` round trip: a generated set written as PNG reads back through `imagefolder:`
 //! with the same classes, per-class counts and pixels; a second run writes nothing; JPEG files decode
-//! to images of the same size; a multilabel set is refused.
+//! to images of the same size; a multilabel set, and classes that would share a folder, are refused.
 
 use std::collections::BTreeMap;
 
@@ -75,4 +75,20 @@ fn a_jpeg_export_decodes_and_a_multilabel_set_is_refused() {
     .to_string();
     assert!(err.contains("multilabel"), "{err}");
     assert!(!tmp.path().join("chest").exists(), "nothing written for a refused set");
+
+    // Two classes whose names are the same once made file-safe would merge into one folder.
+    let mut clash = load("synth:derm?n=12&size=28");
+    clash.labels.names[0] = "a/b".into();
+    clash.labels.names[1] = "a:b".into();
+    let err = export_imagefolder(
+        &clash,
+        &tmp.path().join("clash"),
+        ExportFormat::Png,
+        BadImagePolicy::Fail,
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("`a/b` and `a:b`") && err.contains("share the folder"), "{err}");
+    assert!(!tmp.path().join("clash").exists(), "nothing written for a refused set");
 }
