@@ -68,8 +68,12 @@ def run_method(
     labels: torch.Tensor,
     zs_txt: torch.Tensor,
     zs_logits: torch.Tensor,
+    task_loss: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> dict:
-    """STEPS full-batch steps of `method` from `ctx0`: every step's loss and the final context."""
+    """STEPS full-batch steps of `method` from `ctx0`: every step's loss and the final context.
+    `task_loss(logits)` is the method's loss term (default: cross-entropy on `labels`)."""
+    if task_loss is None:
+        task_loss = lambda logits: F.cross_entropy(logits, labels)  # noqa: E731
     ctx = torch.nn.Parameter(ctx0.clone())
     opt = sgd(ctx)
     losses, projected = [], []
@@ -77,7 +81,7 @@ def run_method(
         for group in opt.param_groups:
             group["lr"] = dassl_lr(step)
         logits, txt = logits_and_text(ctx)
-        ce = F.cross_entropy(logits, labels)
+        ce = task_loss(logits)
         opt.zero_grad()
         if method == "coop":
             loss = ce

@@ -42,7 +42,7 @@ from coop_family import (  # noqa: E402
     ZS_TEMPLATE,
     dassl_lr,
     f32,
-    sgd,
+    run_method,
 )
 from encoders_clip import CLASSNAMES, text_from_embeddings  # noqa: E402
 
@@ -132,45 +132,15 @@ def main() -> None:
         return scale * img @ txt.t(), txt
 
     def run(method: str, loss_name: str = "ce", init: torch.Tensor = ctx0, position: str = "end") -> dict:
-        ctx = torch.nn.Parameter(init.clone())
-        opt = sgd(ctx)
-        after, losses, projected = [], [], []
-        for step in range(STEPS):
-            for group in opt.param_groups:
-                group["lr"] = dassl_lr(step)
-            logits, txt = logits_and_text(ctx, position)
-            ce = task_loss(loss_name, logits)
-            if method == "coop":
-                loss = ce
-                opt.zero_grad()
-                loss.backward()
-            elif method == "kgcoop":
-                score = F.cosine_similarity(txt, zs_txt, dim=1, eps=1e-7)
-                loss = ce + 8.0 * (1.0 - score.mean())
-                opt.zero_grad()
-                loss.backward()
-            else:  # prograd, T = 1, lambda = 1
-                loss = ce
-                tea = F.softmax(zs_logits, dim=-1)
-                kl = (-tea * F.log_softmax(logits, dim=-1)).sum(1).mean()
-                opt.zero_grad()
-                kl.backward(retain_graph=True)
-                b = ctx.grad.clone()
-                opt.zero_grad()
-                ce.backward()
-                a = ctx.grad.clone()
-                b_unit = b / torch.linalg.norm(b)
-                dot = torch.dot(a.flatten(), b_unit.flatten())
-                projected.append(bool(dot < 0))
-                if dot < 0:
-                    ctx.grad = a - 1.0 * dot * b_unit
-            losses.append(float(loss.item()))
-            opt.step()
-            after.append(f32(ctx))
-        out = {"losses": losses, "ctx_final": after[-1]}
-        if method == "prograd":
-            out["projected"] = projected
-        return out
+        return run_method(
+            method,
+            init,
+            lambda ctx: logits_and_text(ctx, position),
+            labels,
+            zs_txt,
+            zs_logits,
+            task_loss=lambda logits: task_loss(loss_name, logits),
+        )
 
     result = {
         "source": "torch 2.15 float32, transformers 5.24.0 CLIPModel; scripts/golden/coop_steps.py",
