@@ -7,6 +7,7 @@ use crate::error::DataError;
 use crate::image_source::ImageSource;
 pub use crate::label_space::{LabelSpace, Target, TaskKind};
 pub use crate::metadata::{Metadata, Sex};
+use crate::readers::BadImagePolicy;
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -73,6 +74,11 @@ pub struct Dataset {
     pub samples: Vec<Sample>,
     /// Entries skipped under the `skip` bad-image policy.
     pub skipped: Vec<SkippedSample>,
+    /// How an image that cannot be read is treated: the policy the dataset was loaded under (from
+    /// the spec's `on_bad_image` option or the caller's [`crate::LoadOptions`]). A reader checks
+    /// that files exist; an image that exists but fails to decode is met later, when it is read
+    /// (a training epoch streamed from disk), and treated by this policy there.
+    pub on_bad_image: BadImagePolicy,
 }
 
 impl Dataset {

@@ -92,6 +92,7 @@ mod tests {
                 })
                 .collect(),
             skipped: Vec::new(),
+            on_bad_image: crate::BadImagePolicy::Fail,
         }
     }
 

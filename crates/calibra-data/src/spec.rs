@@ -49,12 +49,14 @@ impl DatasetFormat {
     /// The option keys the format understands (anything else is an error, so typos are caught).
     pub fn allowed_options(self) -> &'static [&'static str] {
         match self {
-            DatasetFormat::Csv => &["task", "classes", "images", "policy", "blank"],
-            DatasetFormat::ImageFolder => &[],
-            DatasetFormat::Isic2019 => &["images"],
-            DatasetFormat::Aptos2019 => &["images"],
-            DatasetFormat::CheXpert => &["policy", "blank", "root"],
-            DatasetFormat::MimicCxr => &["policy", "blank", "images", "labels", "split", "patients"],
+            DatasetFormat::Csv => &["task", "classes", "images", "policy", "blank", "on_bad_image"],
+            DatasetFormat::ImageFolder => &["on_bad_image"],
+            DatasetFormat::Isic2019 => &["images", "on_bad_image"],
+            DatasetFormat::Aptos2019 => &["images", "on_bad_image"],
+            DatasetFormat::CheXpert => &["policy", "blank", "root", "on_bad_image"],
+            DatasetFormat::MimicCxr => {
+                &["policy", "blank", "images", "labels", "split", "patients", "on_bad_image"]
+            }
             DatasetFormat::MedMnist => &["task"],
             DatasetFormat::Synth => &["n", "seed", "size"],
         }

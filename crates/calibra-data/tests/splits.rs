@@ -25,6 +25,7 @@ fn dataset_from(classes: &[usize], k: usize) -> Dataset {
         labels: LabelSpace { kind: TaskKind::Multiclass, names: (0..k).map(|c| c.to_string()).collect() },
         samples,
         skipped: vec![],
+        on_bad_image: calibra_data::BadImagePolicy::Fail,
     }
 }
 

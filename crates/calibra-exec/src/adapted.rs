@@ -176,6 +176,7 @@ pub(crate) fn fit<'a>(
         &mut |s| log.step(s, ctx),
     )?;
     log.resumed(ctx, fitted.resumed_from);
+    log.unreadable(ctx, &fitted.unreadable);
     let model_dir =
         fit_dir.join(if matches!(fitted.adaptation, Adaptation::Lora(_)) { "adapter" } else { "model" });
     save_adapted(&fitted, &model_dir)?;

@@ -1,6 +1,7 @@
 //! Progress lines of a training run: one per epoch (and the last step).
 
 use calibra_run::RunContext;
+use calibra_train::train_images::UnreadableImage;
 use calibra_train::trainer::StepReport;
 
 /// Reports one progress line per epoch (and the last step) of a training run, tagged `kind`:
@@ -50,6 +51,26 @@ impl EpochLog {
                 self.images as f64 / seconds,
                 left
             ));
+        }
+    }
+
+    /// Reports the training images left out because they could not be read (`on_bad_image=skip`):
+    /// how many, and each of them (the first ten, then a count).
+    pub fn unreadable(&self, ctx: &mut RunContext<'_>, unreadable: &[UnreadableImage]) {
+        const LISTED: usize = 10;
+        if unreadable.is_empty() {
+            return;
+        }
+        ctx.report(&format!(
+            "{}: {} training image(s) could not be read and were left out of every batch (on_bad_image=skip)",
+            self.kind,
+            unreadable.len()
+        ));
+        for u in unreadable.iter().take(LISTED) {
+            ctx.report(&format!("{}:   {u}", self.kind));
+        }
+        if unreadable.len() > LISTED {
+            ctx.report(&format!("{}:   ... and {} more", self.kind, unreadable.len() - LISTED));
         }
     }
 

@@ -73,3 +73,34 @@ pub(crate) fn write<M: Module + Clone, S: Serialize>(
     })
     .map_err(|e| e.into_error(|path, source| CheckpointFault::Io { path, source }))
 }
+
+/// Serde for a checkpoint's per-step losses where NaN marks a step passed over: JSON has no NaN, so
+/// it is written as `null` and read back as NaN (files without gaps read as before).
+pub(crate) mod losses_with_gaps {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(losses: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        losses.iter().map(|&l| (!l.is_nan()).then_some(l)).collect::<Vec<Option<f64>>>().serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Vec::<Option<f64>>::deserialize(d)?.into_iter().map(|l| l.unwrap_or(f64::NAN)).collect())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Losses(#[serde(with = "super")] Vec<f64>);
+
+        #[test]
+        fn a_gap_round_trips_as_null() {
+            let text = serde_json::to_string(&Losses(vec![0.5, f64::NAN, 0.25])).unwrap();
+            assert_eq!(text, "[0.5,null,0.25]");
+            let back: Losses = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.0[0], 0.5);
+            assert!(back.0[1].is_nan());
+            let old: Losses = serde_json::from_str("[1.0,2.0]").unwrap();
+            assert_eq!(old.0, vec![1.0, 2.0]);
+        }
+    }
+}

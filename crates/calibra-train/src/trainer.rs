@@ -10,6 +10,7 @@
 //! a checkpoint holds the weights (burnpack, with their parameter ids), the AdamW moments and `s`,
 //! and nothing else is needed to continue.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
@@ -23,7 +24,7 @@ use crate::error::TrainError;
 use crate::grad_clip::clip_grad_norm;
 use crate::losses::{Loss, LossBatch, finite_value};
 use crate::schedule::WarmupCosine;
-use crate::train_images::TrainImages;
+use crate::train_images::{Gathered, TrainImages, UnreadableImage};
 use crate::training_curve::{EpochRecord, Monitor, mean_loss};
 use crate::training_loop::{Batch, LoopPlan, Stepped, TrainingSteps, at_step, mix};
 pub use crate::training_loop::{EpochSummary, StepReport, epoch_order};
@@ -163,6 +164,22 @@ pub enum TrainTargets {
     Multilabel { codes: Vec<Option<f64>>, n_labels: usize },
 }
 
+impl TrainTargets {
+    /// The targets of `rows`, in that order.
+    pub fn of_rows(&self, rows: &[usize]) -> TrainTargets {
+        match self {
+            TrainTargets::Classes(labels) => TrainTargets::Classes(rows.iter().map(|&r| labels[r]).collect()),
+            TrainTargets::Multilabel { codes, n_labels } => TrainTargets::Multilabel {
+                codes: rows
+                    .iter()
+                    .flat_map(|&r| codes[r * n_labels..(r + 1) * n_labels].iter().copied())
+                    .collect(),
+                n_labels: *n_labels,
+            },
+        }
+    }
+}
+
 /// Preprocessed training images (in memory or streamed, see [`TrainImages`]) with their targets.
 #[derive(Debug, Clone)]
 pub struct TrainSet {
@@ -177,13 +194,37 @@ impl TrainSet {
     pub fn classes(image_shape: [usize; 3], pixels: Vec<f32>, labels: Vec<usize>) -> Self {
         TrainSet {
             image_shape,
-            images: TrainImages::InMemory(pixels),
+            images: TrainImages::in_memory(pixels),
             targets: TrainTargets::Classes(labels),
         }
     }
 
-    /// The preprocessed pixels of `rows`, row-major.
+    /// The preprocessed pixels of `rows`, row-major; an image that cannot be read is an error naming
+    /// it, whatever the bad-image policy (see [`TrainSet::read`] for the readable ones only).
     pub fn pixels(&self, rows: &[usize]) -> Result<Vec<f32>, TrainerError> {
+        let read = self.read(rows)?;
+        match read.unreadable.first() {
+            None => Ok(read.pixels),
+            Some(u) => Err(TrainerError::Images(format!(
+                "{u} (under on_bad_image=skip, unreadable images are left out of training batches only)"
+            ))),
+        }
+    }
+
+    /// The pixels of the first training image that can be read (see [`TrainSet::read`]).
+    pub fn first_readable_image(&self) -> Result<Vec<f32>, TrainerError> {
+        for row in 0..self.len() {
+            let read = self.read(&[row])?;
+            if !read.rows.is_empty() {
+                return Ok(read.pixels);
+            }
+        }
+        Err(TrainerError::Images(format!("none of the {} training images can be read", self.len())))
+    }
+
+    /// The readable images among `rows`: under the dataset's `skip` bad-image policy an image that
+    /// cannot be read is left out and listed; under `fail` it is an error naming it.
+    pub fn read(&self, rows: &[usize]) -> Result<Gathered, TrainerError> {
         self.images.gather(rows, self.image_shape.iter().product())
     }
 
@@ -200,7 +241,7 @@ impl TrainSet {
     fn check(&self) -> Result<(), TrainerError> {
         let size: usize = self.image_shape.iter().product();
         let held = match &self.images {
-            TrainImages::InMemory(pixels) => Some(pixels.len()),
+            TrainImages::InMemory { pixels, .. } => Some(pixels.len()),
             TrainImages::Streamed(..) => None,
         };
         if size == 0 || held.is_some_and(|n| n != self.len() * size) {
@@ -222,35 +263,27 @@ impl TrainSet {
         Ok(())
     }
 
+    #[cfg(test)]
     pub(crate) fn images(&self, indices: &[usize], device: &Device) -> Result<Tensor<4>, TrainerError> {
         let [c, h, w] = self.image_shape;
         let pixels = self.pixels(indices)?;
         Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
     }
 
-    /// The images `indices` as `augment` transforms them in epoch `epoch` of a run seeded `seed`:
-    /// each image's random stream depends on (seed, epoch, its row) only, so neither the batch it
-    /// falls in nor the thread count changes it.
+    /// The images of `rows` (`pixels`, as [`TrainSet::read`] gave them) as `augment` transforms them
+    /// in epoch `epoch` of a run seeded `seed`: each image's random stream depends on (seed, epoch,
+    /// its row) only, so neither the batch it falls in nor the thread count changes it.
     pub(crate) fn augmented_images(
         &self,
-        indices: &[usize],
+        rows: &[usize],
+        pixels: Vec<f32>,
         augment: Augment,
-        seed: u64,
-        epoch: usize,
+        (seed, epoch): (u64, usize),
         device: &Device,
-    ) -> Result<Tensor<4>, TrainerError> {
-        if augment == Augment::None {
-            return self.images(indices, device);
-        }
+    ) -> Tensor<4> {
         let [c, h, w] = self.image_shape;
-        let pixels = crate::augment::augment_batch(
-            self.pixels(indices)?,
-            self.image_shape,
-            indices,
-            augment,
-            (seed, epoch),
-        );
-        Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
+        let pixels = crate::augment::augment_batch(pixels, self.image_shape, rows, augment, (seed, epoch));
+        Tensor::<4>::from_data(TensorData::new(pixels, [rows.len(), c, h, w]), device)
     }
 
     /// The loss batch of `logits` computed for the images `indices`.
@@ -331,6 +364,9 @@ pub struct TrainOutcome<M> {
     pub best_epoch: Option<usize>,
     /// Whether early stopping ended the run before its last epoch.
     pub stopped_early: bool,
+    /// Training images left out because they could not be read (the dataset's `skip` bad-image
+    /// policy), each once, by row; including those met before a resume.
+    pub unreadable: Vec<UnreadableImage>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -339,7 +375,11 @@ struct CheckpointState {
     step: usize,
     config: TrainConfig,
     n_train: usize,
+    /// NaN (a step passed over) is written as `null`.
+    #[serde(with = "crate::checkpoint_dir::losses_with_gaps")]
     losses: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<UnreadableImage>,
     #[serde(default)]
     curve: Vec<EpochRecord>,
     #[serde(default)]
@@ -412,12 +452,13 @@ pub fn train_monitored<M: Classifier>(
         best_model,
         stopped_early,
         resumed_from,
+        unreadable,
     } = start_or_resume(model, optimizer, config, data.len(), checkpoint_dir)?;
     if let Some(m) = monitor
         && curve.is_empty()
     {
         let held_out = m.evaluate(&model, loss, device)?;
-        let (train_loss, _) = mean_loss(&model, data, loss, device, m.batch_size)?;
+        let (train_loss, _, _) = mean_loss(&model, data, loss, device, m.batch_size)?;
         curve.push(EpochRecord {
             epoch: 0,
             train_loss,
@@ -449,9 +490,10 @@ pub fn train_monitored<M: Classifier>(
         curve,
         stopping,
         best_model,
+        unreadable: unreadable.into_iter().map(|u| (u.row, u)).collect(),
     };
     let end = crate::training_loop::run(&mut steps, model, &plan, start..run_to, losses, progress)?;
-    let ImageSteps { curve, stopping, best_model, .. } = steps;
+    let ImageSteps { curve, stopping, best_model, unreadable, .. } = steps;
     let best_epoch = stopping.as_ref().and_then(EarlyStopping::best_epoch);
     let model = match best_model {
         Some(best) if stopping.is_some() => best,
@@ -465,6 +507,7 @@ pub fn train_monitored<M: Classifier>(
         curve,
         best_epoch,
         stopped_early: stopped_early || end.stopped_early,
+        unreadable: unreadable.into_values().collect(),
     })
 }
 
@@ -479,6 +522,7 @@ struct Start<M> {
     best_model: Option<M>,
     stopped_early: bool,
     resumed_from: Option<usize>,
+    unreadable: Vec<UnreadableImage>,
 }
 
 /// The newest checkpoint under `checkpoint_dir` (weights, AdamW moments, losses, curve, early-stopping
@@ -505,6 +549,7 @@ fn start_or_resume<M: Classifier>(
             best_model: None,
             stopped_early: false,
             resumed_from: None,
+            unreadable: Vec::new(),
         });
     };
     if state.config != *config || state.n_train != n_train {
@@ -539,6 +584,7 @@ fn start_or_resume<M: Classifier>(
         best_model,
         stopped_early: state.stopped_early,
         resumed_from: Some(state.step),
+        unreadable: state.unreadable,
     })
 }
 
@@ -558,6 +604,8 @@ struct ImageSteps<'a, 'm, M> {
     curve: Vec<EpochRecord>,
     stopping: Option<EarlyStopping>,
     best_model: Option<M>,
+    /// Training images met so far that could not be read (skip policy), by row.
+    unreadable: BTreeMap<usize, UnreadableImage>,
 }
 
 impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
@@ -571,43 +619,48 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
 
     /// burn's random stream (dropout) is re-seeded from `(seed, step)` before the forward pass (and
     /// from `(seed, step, m)` before micro-batch `m` ≥ 1 under gradient accumulation).
+    ///
+    /// The step trains on the readable images of its rows (all of them, unless the dataset's
+    /// `skip` bad-image policy left some out); a step none of whose images can be read is passed
+    /// over. Under accumulation the readable rows form the micro-batches, each weighted by its share
+    /// of them.
     fn step(&mut self, model: M, batch: &Batch<'_>) -> Result<(M, Stepped), TrainerError> {
-        let (data, indices) = (self.data, batch.indices);
+        let data = self.data;
         let lr = self.schedule.lr(batch.step);
         let named = |e| at_step(e, batch.step + 1, batch.total_steps);
+        let read = data.read(batch.indices)?;
+        for u in read.unreadable {
+            self.unreadable.entry(u.row).or_insert(u);
+        }
+        if read.rows.is_empty() {
+            return Ok((model, Stepped::Skipped));
+        }
+        let augment = (self.config.augment, (self.config.seed, batch.epoch));
         if self.config.accumulate == 1 {
             self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
-            let images = data.augmented_images(
-                indices,
-                self.config.augment,
-                self.config.seed,
-                batch.epoch,
-                self.device,
-            )?;
+            let images = data.augmented_images(&read.rows, read.pixels, augment.0, augment.1, self.device);
             let logits = model.logits(images);
-            let value = self.loss.forward(&data.loss_batch(logits, indices)?)?;
+            let value = self.loss.forward(&data.loss_batch(logits, &read.rows)?)?;
             let loss = finite_value(&value).map_err(named)?;
             let (model, grad_norm) =
                 update(model, value, &mut self.optimizer, lr, self.config.max_grad_norm)?;
             return Ok((model, Stepped::Updated { loss, lr, grad_norm }));
         }
+        let size: usize = data.image_shape.iter().product();
         let mut accumulated = GradientsAccumulator::<M>::new();
         let mut loss = 0.0;
-        for (m, micro) in indices.chunks(self.config.batch_size).enumerate() {
+        let mut offset = 0;
+        for (m, micro) in read.rows.chunks(self.config.batch_size).enumerate() {
             let stream = if m == 0 {
                 1 << 40 | batch.step as u64
             } else {
                 2 << 40 | (batch.step as u64) << 16 | m as u64
             };
             self.device.seed(mix(self.config.seed, stream));
-            let share = micro.len() as f64 / indices.len() as f64;
-            let images = data.augmented_images(
-                micro,
-                self.config.augment,
-                self.config.seed,
-                batch.epoch,
-                self.device,
-            )?;
+            let share = micro.len() as f64 / read.rows.len() as f64;
+            let pixels = read.pixels[offset * size..(offset + micro.len()) * size].to_vec();
+            offset += micro.len();
+            let images = data.augmented_images(micro, pixels, augment.0, augment.1, self.device);
             let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, micro)?)?;
             loss += share * finite_value(&value).map_err(named)?;
@@ -622,8 +675,17 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
         let Some(m) = self.monitor else {
             return Ok(false);
         };
-        let epoch_losses = &losses[losses.len() - self.steps_per_epoch..];
-        let train_loss = epoch_losses.iter().sum::<f64>() / self.steps_per_epoch as f64;
+        // Steps passed over (none of their images readable) are NaN and left out of the mean.
+        let epoch_losses: Vec<f64> =
+            losses[losses.len() - self.steps_per_epoch..].iter().copied().filter(|l| !l.is_nan()).collect();
+        if epoch_losses.is_empty() {
+            return Err(TrainerError::Images(format!(
+                "epoch {}: no step had a readable image ({} unreadable so far)",
+                epoch + 1,
+                self.unreadable.len()
+            )));
+        }
+        let train_loss = epoch_losses.iter().sum::<f64>() / epoch_losses.len() as f64;
         let held_out = m.evaluate(model, self.loss, self.device)?;
         let calibration_loss = held_out.loss;
         self.curve.push(EpochRecord {
@@ -673,6 +735,7 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             curve: self.curve.clone(),
             early_stopping: self.stopping.clone(),
             stopped_early: stop,
+            unreadable: self.unreadable.values().cloned().collect(),
         };
         Ok(crate::checkpoint_dir::write(dir, &modules, &self.optimizer, &state)?)
     }

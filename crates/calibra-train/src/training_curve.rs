@@ -4,10 +4,11 @@
 //! training loss. The curve is what a run record's `training` field stores and what the
 //! "not converged" check reads; its loss drives [`crate::early_stopping`].
 
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::losses::{Loss, finite_value};
+use crate::train_images::UnreadableImage;
 use crate::trainer::{Classifier, TrainSet, TrainTargets, TrainerError};
 
 /// One point of a training curve.
@@ -98,7 +99,14 @@ impl Monitor<'_> {
         loss: &dyn Loss,
         device: &Device,
     ) -> Result<HeldOutEvaluation, TrainerError> {
-        let (mean, logits) = mean_loss(model, self.data, loss, device, self.batch_size)?;
+        let (mean, logits, unreadable) = mean_loss(model, self.data, loss, device, self.batch_size)?;
+        // The held-out metrics are over every row; a `skip` policy leaves out training images only.
+        if let Some(u) = unreadable.first() {
+            return Err(TrainerError::Images(format!(
+                "held-out (calibration split) image {u}: every held-out image is needed for its metrics \
+                 (on_bad_image=skip leaves out unreadable training images only); fix or remove the file"
+            )));
+        }
         Ok(HeldOutEvaluation {
             loss: mean,
             score: (self.score)(&logits),
@@ -107,24 +115,35 @@ impl Monitor<'_> {
     }
 }
 
-/// The mean loss of `model` (inference mode, plain device) over `data` and its logits, row-major.
+/// The mean loss of `model` (inference mode, plain device) over the readable images of `data`,
+/// their logits (row-major, in row order) and the images that could not be read (the dataset's
+/// `skip` bad-image policy; under `fail` such an image is an error).
 pub(crate) fn mean_loss<M: Classifier>(
     model: &M,
     data: &TrainSet,
     loss: &dyn Loss,
     device: &Device,
     batch_size: usize,
-) -> Result<(f64, Vec<f64>), TrainerError> {
+) -> Result<(f64, Vec<f64>, Vec<UnreadableImage>), TrainerError> {
     let plain = device.clone().without_autodiff();
     let model = model.valid();
-    let n = data.len();
-    let rows: Vec<usize> = (0..n).collect();
-    let mut total = 0.0;
+    let rows: Vec<usize> = (0..data.len()).collect();
+    let [c, h, w] = data.image_shape;
+    let (mut total, mut counted) = (0.0, 0usize);
     let mut logits = Vec::new();
+    let mut unreadable = Vec::new();
     for chunk in rows.chunks(batch_size.max(1)) {
-        let z = model.logits(data.images(chunk, &plain)?);
-        let value = loss.forward(&data.loss_batch(z.clone(), chunk)?)?;
-        total += finite_value(&value)? * chunk.len() as f64;
+        let read = data.read(chunk)?;
+        unreadable.extend(read.unreadable);
+        if read.rows.is_empty() {
+            continue;
+        }
+        let n = read.rows.len();
+        let images = Tensor::<4>::from_data(TensorData::new(read.pixels, [n, c, h, w]), &plain);
+        let z = model.logits(images);
+        let value = loss.forward(&data.loss_batch(z.clone(), &read.rows)?)?;
+        total += finite_value(&value)? * n as f64;
+        counted += n;
         logits.extend(
             z.into_data()
                 .convert::<f64>()
@@ -132,7 +151,10 @@ pub(crate) fn mean_loss<M: Classifier>(
                 .map_err(|e| TrainerError::Config(format!("reading logits: {e:?}")))?,
         );
     }
-    Ok((total / n as f64, logits))
+    if counted == 0 {
+        return Err(TrainerError::Images(format!("none of the {} images can be read", data.len())));
+    }
+    Ok((total / counted as f64, logits, unreadable))
 }
 
 #[cfg(test)]

@@ -128,6 +128,7 @@ fn timm_adapters_saved_here_give_calibra_logits_in_peft() {
             curve: Vec::new(),
             best_epoch: None,
             stopped_early: false,
+            unreadable: Vec::new(),
         };
         let tmp = tempfile::tempdir().unwrap();
         let out = match &write_dir {

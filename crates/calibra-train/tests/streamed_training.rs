@@ -70,7 +70,7 @@ fn fit(data: &TrainSet, k: usize) -> (Vec<f64>, Vec<u32>) {
 #[test]
 fn a_streamed_training_set_gives_the_held_pixels_and_trains_to_the_same_bits() {
     let (held, streamed, k) = sets();
-    assert!(matches!(held.images, TrainImages::InMemory(_)), "{:?}", held.images);
+    assert!(matches!(held.images, TrainImages::InMemory { .. }), "{:?}", held.images);
     assert!(matches!(streamed.images, TrainImages::Streamed(..)), "{:?}", streamed.images);
     assert_eq!(held.image_shape, streamed.image_shape);
     let all: Vec<usize> = (0..held.len()).collect();

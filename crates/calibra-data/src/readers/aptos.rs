@@ -49,5 +49,6 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         labels: LabelSpace { kind: TaskKind::Ordinal, names: (0..5).map(|g| g.to_string()).collect() },
         samples: collector.into_samples(),
         skipped,
+        on_bad_image: options.on_bad_image,
     })
 }

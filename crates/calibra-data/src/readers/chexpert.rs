@@ -50,6 +50,7 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         },
         samples: collector.into_samples(),
         skipped,
+        on_bad_image: options.on_bad_image,
     })
 }
 

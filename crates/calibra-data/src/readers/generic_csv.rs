@@ -142,6 +142,7 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         labels: LabelSpace { kind, names },
         samples: collector.into_samples(),
         skipped,
+        on_bad_image: options.on_bad_image,
     })
 }
 

@@ -142,5 +142,6 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         labels: LabelSpace { kind: TaskKind::Multiclass, names },
         samples,
         skipped,
+        on_bad_image: options.on_bad_image,
     })
 }

@@ -101,5 +101,6 @@ pub fn read(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataEr
         labels: LabelSpace { kind: TaskKind::Multiclass, names },
         samples: collector.into_samples(),
         skipped,
+        on_bad_image: options.on_bad_image,
     })
 }

@@ -185,5 +185,11 @@ pub fn read(spec: &DatasetSpec) -> Result<Dataset, DataError> {
         }
         _ => (0..=max_class).map(|c| c.to_string()).collect(),
     };
-    Ok(Dataset { name: spec.raw.clone(), labels: LabelSpace { kind, names }, samples, skipped: Vec::new() })
+    Ok(Dataset {
+        name: spec.raw.clone(),
+        labels: LabelSpace { kind, names },
+        samples,
+        skipped: Vec::new(),
+        on_bad_image: super::BadImagePolicy::Fail,
+    })
 }

@@ -28,8 +28,13 @@ pub struct LoadOptions {
 }
 
 /// Loads the dataset a spec names, validated (unique ids, targets fit the label space).
+///
+/// The spec's `on_bad_image=skip|fail` option, when given, overrides `options.on_bad_image`; the
+/// policy in force is kept in [`Dataset::on_bad_image`], so that images read later (a training
+/// epoch streamed from disk) are treated as the loader treated them.
 pub fn load_dataset(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset, DataError> {
-    let dataset = match spec.format {
+    let options = &LoadOptions { on_bad_image: bad_image_policy(spec, options.on_bad_image)? };
+    let mut dataset = match spec.format {
         DatasetFormat::Csv => generic_csv::read(spec, options)?,
         DatasetFormat::ImageFolder => imagefolder::read(spec, options)?,
         DatasetFormat::Isic2019 => isic::read(spec, options)?,
@@ -39,8 +44,17 @@ pub fn load_dataset(spec: &DatasetSpec, options: &LoadOptions) -> Result<Dataset
         DatasetFormat::MedMnist => medmnist::read(spec)?,
         DatasetFormat::Synth => synth_dataset(&synth_config(spec)?)?,
     };
+    dataset.on_bad_image = options.on_bad_image;
     dataset.validate()?;
     Ok(dataset)
+}
+
+/// The spec's `on_bad_image` option, or `default` when it has none.
+fn bad_image_policy(spec: &DatasetSpec, default: BadImagePolicy) -> Result<BadImagePolicy, DataError> {
+    match spec.option("on_bad_image") {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|e: String| spec.error(format!("option `on_bad_image={v}`: {e}"))),
+    }
 }
 
 /// The synthetic dataset a `synth:` spec names, with its options parsed and range-checked (n >= 1,
@@ -90,6 +104,7 @@ pub fn check_spec_options(spec: &DatasetSpec) -> Result<(), DataError> {
     if spec.option("policy").is_some() || spec.option("blank").is_some() {
         label_rules(spec)?;
     }
+    bad_image_policy(spec, BadImagePolicy::Fail)?;
     Ok(())
 }
 

@@ -91,5 +91,6 @@ pub fn synth_dataset(config: &SynthConfig) -> Result<Dataset, DataError> {
         labels: config.suite.label_space(),
         samples,
         skipped: Vec::new(),
+        on_bad_image: crate::BadImagePolicy::Fail,
     })
 }

@@ -28,7 +28,7 @@ pub use classifier::{Adaptation, EncoderClassifier};
 
 use crate::features::{FeatureCondition, FeatureError, ImageBatch, image_batch};
 use crate::losses::Loss;
-use crate::train_images::{ReadAhead, TrainImages};
+use crate::train_images::{ReadAhead, TrainImages, UnreadableImage};
 use crate::trainer::{StepReport, TrainConfig, TrainSet, TrainTargets, TrainerError, train_monitored};
 use crate::training_curve::{EpochRecord, HeldOutScore, Monitor};
 
@@ -133,6 +133,8 @@ pub struct FineTuned {
     /// With early stopping: the epoch whose weights `model` holds.
     pub best_epoch: Option<usize>,
     pub stopped_early: bool,
+    /// Training images left out because they could not be read (`on_bad_image=skip`), each once.
+    pub unreadable: Vec<UnreadableImage>,
 }
 
 /// The environment variable that sets how many MiB of preprocessed training images
@@ -182,14 +184,17 @@ pub fn train_set_within(
     if rows.is_empty() {
         return Err(FineTuneError::Invalid(format!("dataset `{}`: no training rows", dataset.name)));
     }
-    let first = image_batch(dataset, &rows[..1], preprocess, FeatureCondition::Clean)?;
-    let bytes = rows.len().saturating_mul(first.shape.iter().product::<usize>()).saturating_mul(4);
-    let (image_shape, images) = if bytes <= in_memory_limit_bytes {
-        let batch = image_batch(dataset, rows, preprocess, FeatureCondition::Clean)?;
-        (batch.shape, TrainImages::InMemory(batch.pixels))
+    let (_, image_shape) =
+        streamed_rows::first_readable(dataset, rows, preprocess).map_err(FineTuneError::Invalid)?;
+    let bytes = rows.len().saturating_mul(image_shape.iter().product::<usize>()).saturating_mul(4);
+    let images = if bytes <= in_memory_limit_bytes {
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let read = streamed_rows::read_rows(dataset, rows, &all, preprocess, image_shape)
+            .map_err(FineTuneError::Invalid)?;
+        TrainImages::InMemory { pixels: read.pixels, unreadable: read.unreadable }
     } else {
-        let source = streamed_rows::DatasetRows::new(dataset, rows, preprocess, first.shape);
-        (first.shape, TrainImages::Streamed(Arc::new(source), ReadAhead::default()))
+        let source = streamed_rows::DatasetRows::new(dataset, rows, preprocess, image_shape);
+        TrainImages::Streamed(Arc::new(source), ReadAhead::default())
     };
     let k = dataset.labels.len();
     let targets = match dataset.row_targets(rows).map_err(|e| FineTuneError::Invalid(e.to_string()))? {
@@ -218,7 +223,7 @@ pub fn fine_tune(
     // preprocessed size does not suit it (rather than a panic inside the training loop). In inference
     // mode, so that a BatchNorm (ResNet) neither normalises one image by its own statistics nor moves
     // its running statistics before training starts.
-    let first = ImageBatch { shape: data.image_shape, pixels: data.pixels(&[0])? };
+    let first = ImageBatch { shape: data.image_shape, pixels: data.first_readable_image()? };
     let plain = device.clone().without_autodiff();
     let dim = encoder.valid().classification_feature(first.to_tensor(&plain)).map_err(|e| {
         FineTuneError::Invalid(format!(
@@ -267,6 +272,7 @@ pub fn fine_tune(
         curve: outcome.curve,
         best_epoch: outcome.best_epoch,
         stopped_early: outcome.stopped_early,
+        unreadable: outcome.unreadable,
     })
 }
 

@@ -13,7 +13,7 @@
 //! for DINOv2 (`[CLS ‖ mean of patches]`), CLIP and SigLIP (mean-pooled tokens) it differs from it.
 
 use burn::module::Module;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor, TensorData};
 use calibra_models::Encoder;
 use calibra_probe::{Features, LinearHead, LogisticModel, Probe, ProbeModel, Targets};
 
@@ -35,10 +35,19 @@ pub(super) fn probe_head(
     let plain = device.clone().without_autodiff();
     let frozen = encoder.valid();
     let rows: Vec<usize> = (0..data.len()).collect();
+    let [c, h, w] = data.image_shape;
     let mut x = Vec::new();
     let mut dim = 0;
+    // The readable images (all of them, unless the dataset's `skip` policy left some out).
+    let mut readable = Vec::with_capacity(rows.len());
     for chunk in rows.chunks(FEATURE_BATCH) {
-        let f = frozen.classification_feature(data.images(chunk, &plain)?)?;
+        let read = data.read(chunk)?;
+        if read.rows.is_empty() {
+            continue;
+        }
+        let images = Tensor::<4>::from_data(TensorData::new(read.pixels, [read.rows.len(), c, h, w]), &plain);
+        readable.extend(read.rows);
+        let f = frozen.classification_feature(images)?;
         dim = f.dims()[1];
         x.extend(
             f.into_data()
@@ -49,7 +58,7 @@ pub(super) fn probe_head(
     }
     let features = Features::new(&x, dim).map_err(probe_error)?;
     let probe = Probe::by_name("logistic").map_err(probe_error)?;
-    let fitted = match &data.targets {
+    let fitted = match &data.targets.of_rows(&readable) {
         TrainTargets::Classes(labels) => probe.fit_classes(features, labels, n_outputs),
         TrainTargets::Multilabel { codes, n_labels } => {
             let labels: Vec<Option<bool>> = codes.iter().map(|c| c.map(|v| v > 0.5)).collect();

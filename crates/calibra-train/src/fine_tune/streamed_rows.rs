@@ -1,10 +1,14 @@
-//! A dataset's training rows as a streamed image source: each batch is decoded, preprocessed (in
-//! parallel, by [`image_batch`]) and returned when the trainer asks for it; nothing is cached.
+//! A dataset's training rows as an image source: each batch is decoded and preprocessed (in
+//! parallel) when the trainer asks for it, under the dataset's bad-image policy; nothing is cached.
+//! The in-memory training set reads all its rows through the same function, so both kinds of set
+//! see the same pixels and leave out the same unreadable images.
 
-use calibra_data::{Dataset, PreprocessConfig};
+use calibra_data::{BadImagePolicy, Dataset, PreprocessConfig, decode_samples};
 
-use crate::features::{FeatureCondition, image_batch};
-use crate::train_images::ImageRows;
+use crate::train_images::{ImageRows, RowPixels, UnreadableImage};
+
+/// What an error under the `fail` policy adds.
+const SKIP_HINT: &str = " (add `on_bad_image=skip` to the dataset spec to leave such training images out)";
 
 /// Training-set row `i` is dataset sample `rows[i]`, clean, preprocessed by `preprocess`.
 pub(super) struct DatasetRows {
@@ -12,7 +16,7 @@ pub(super) struct DatasetRows {
     dataset: Dataset,
     rows: Vec<usize>,
     preprocess: PreprocessConfig,
-    /// `[c, h, w]` every image must preprocess to (that of the first one).
+    /// `[c, h, w]` every image must preprocess to (that of the first readable one).
     shape: [usize; 3],
 }
 
@@ -28,24 +32,82 @@ impl DatasetRows {
 }
 
 impl ImageRows for DatasetRows {
-    fn pixels(&self, rows: &[usize]) -> Result<Vec<f32>, String> {
-        let samples = rows
-            .iter()
+    fn pixels(&self, rows: &[usize]) -> Result<RowPixels, String> {
+        read_rows(&self.dataset, &self.rows, rows, &self.preprocess, self.shape)
+    }
+}
+
+/// The images of training rows `rows` (training row `i` is dataset sample `samples[i]`), clean and
+/// preprocessed, each of `shape`. Under the dataset's `fail` policy an image that cannot be read is
+/// an error naming the sample and its file; under `skip` it is zeros in the output, listed.
+pub(super) fn read_rows(
+    dataset: &Dataset,
+    samples: &[usize],
+    rows: &[usize],
+    preprocess: &PreprocessConfig,
+    shape: [usize; 3],
+) -> Result<RowPixels, String> {
+    let named = |e: String| format!("dataset `{}`: {e}", dataset.name);
+    let indices =
+        rows.iter()
             .map(|&r| {
-                self.rows.get(r).copied().ok_or_else(|| {
-                    format!("training row {r} asked for; the training set has {}", self.rows.len())
+                samples.get(r).copied().ok_or_else(|| {
+                    format!("training row {r} asked for; the training set has {}", samples.len())
                 })
             })
             .collect::<Result<Vec<usize>, String>>()?;
-        let batch = image_batch(&self.dataset, &samples, &self.preprocess, FeatureCondition::Clean)
-            .map_err(|e| format!("dataset `{}`: {e}", self.dataset.name))?;
-        if !samples.is_empty() && batch.shape != self.shape {
-            return Err(format!(
-                "dataset `{}`: sample `{}` preprocesses to {:?}, the training set's images to {:?}: set a \
-                 centre crop in the encoder's preprocessor_config.json",
-                self.dataset.name, self.dataset.samples[samples[0]].id, batch.shape, self.shape
-            ));
+    let decoded =
+        decode_samples(dataset, &indices, dataset.on_bad_image, |_, image| Ok(preprocess.apply(&image)))
+            .map_err(|e| {
+                named(format!(
+                    "{e} (add `on_bad_image=skip` to the dataset spec to leave such training images out)"
+                ))
+            })?;
+    let size: usize = shape.iter().product();
+    let mut out = RowPixels { pixels: Vec::with_capacity(rows.len() * size), unreadable: Vec::new() };
+    let (mut items, mut skipped) = (decoded.items.into_iter().peekable(), decoded.skipped.into_iter());
+    for (&row, &sample) in rows.iter().zip(&indices) {
+        match items.next_if(|(i, _)| *i == sample) {
+            Some((_, t)) => {
+                if [t.channels, t.height, t.width] != shape {
+                    return Err(named(format!(
+                        "sample `{}` preprocesses to {:?}, the training set's images to {shape:?}: set a \
+                         centre crop in the encoder's preprocessor_config.json",
+                        dataset.samples[sample].id,
+                        [t.channels, t.height, t.width]
+                    )));
+                }
+                out.pixels.extend_from_slice(&t.data);
+            }
+            None => {
+                // decode_samples lists the skipped samples in the order asked.
+                let s = skipped
+                    .next()
+                    .ok_or_else(|| named(format!("sample {sample} was neither read nor skipped")))?;
+                debug_assert_eq!(dataset.on_bad_image, BadImagePolicy::Skip);
+                out.pixels.resize(out.pixels.len() + size, 0.0);
+                out.unreadable.push(UnreadableImage { row, sample: s.location, reason: s.reason });
+            }
         }
-        Ok(batch.pixels)
     }
+    Ok(out)
+}
+
+/// The first training row (in order) whose image can be read and its preprocessed shape. Under the
+/// `fail` policy that is row 0 or the error naming it; under `skip`, an error only when no image of
+/// the training set can be read.
+pub(super) fn first_readable(
+    dataset: &Dataset,
+    samples: &[usize],
+    preprocess: &PreprocessConfig,
+) -> Result<(usize, [usize; 3]), String> {
+    for (row, &sample) in samples.iter().enumerate() {
+        let decoded =
+            decode_samples(dataset, &[sample], dataset.on_bad_image, |_, image| Ok(preprocess.apply(&image)))
+                .map_err(|e| format!("dataset `{}`: {e}{SKIP_HINT}", dataset.name))?;
+        if let Some((_, t)) = decoded.items.first() {
+            return Ok((row, [t.channels, t.height, t.width]));
+        }
+    }
+    Err(format!("dataset `{}`: none of the {} training images can be read", dataset.name, samples.len()))
 }
