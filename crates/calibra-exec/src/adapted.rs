@@ -151,6 +151,12 @@ pub(crate) fn fit<'a>(
     let fit_dir = ctx.fit_dir();
     let kind = adaptation.name();
     ctx.report(&format!("{kind}: training on {} images", train_rows.len()));
+    ctx.report(&format!(
+        "{kind}: first the initial weights' loss (one forward pass over the {} training and {} calibration \
+         images: the training curve's epoch 0)",
+        train_rows.len(),
+        split.calibration.len()
+    ));
     let mut log = EpochLog::new(kind);
     // The calibration split's macro AUROC over the classes (labels) it can score: a small
     // calibration split often lacks a rare class, which makes the records' strict macro AUROC
