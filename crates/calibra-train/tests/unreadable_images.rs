@@ -3,9 +3,11 @@
 //! reported, in memory and streamed alike (same bits), and across a resume; under `fail` (the default)
 //! the fit stops with an error naming the file.
 //!
-//! Its own test binary: training re-seeds burn's process-wide random stream.
+//! Its own test binary: training re-seeds burn's process-wide random stream, so the tests here take
+//! turns ([`SERIAL`]) rather than run at once.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use burn::module::Module;
 use burn::tensor::Device;
@@ -18,7 +20,14 @@ use calibra_train::build_loss;
 use calibra_train::features::preprocess_for;
 use calibra_train::fine_tune::{Adaptation, EncoderClassifier, train_set_within};
 use calibra_train::train_images::UnreadableImage;
-use calibra_train::trainer::{TrainConfig, TrainOutcome, TrainSet, train};
+use calibra_train::trainer::{StepReport, TrainConfig, TrainOutcome, TrainSet, train};
+
+/// Held by every test that trains or builds a model: burn's random stream is process-wide.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn checkpoint() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/generalist")
@@ -56,6 +65,15 @@ fn weights<M: Module>(model: &M) -> Vec<u32> {
 }
 
 fn fit(data: &TrainSet, k: usize, checkpoint_dir: Option<&Path>) -> TrainOutcome<EncoderClassifier> {
+    fit_reporting(data, k, checkpoint_dir, &mut |_| {})
+}
+
+fn fit_reporting(
+    data: &TrainSet,
+    k: usize,
+    checkpoint_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&StepReport),
+) -> TrainOutcome<EncoderClassifier> {
     let device = Device::flex().autodiff();
     let encoder = Encoder::load_dir(&checkpoint(), &device).unwrap();
     let dim = encoder.classification_dim();
@@ -72,7 +90,7 @@ fn fit(data: &TrainSet, k: usize, checkpoint_dir: Option<&Path>) -> TrainOutcome
         ..TrainConfig::default()
     };
     let loss = build_loss::<&str>("ce", &[]).unwrap();
-    train(model, data, loss.as_ref(), &config, &device, checkpoint_dir, &mut |_| {}).unwrap()
+    train(model, data, loss.as_ref(), &config, &device, checkpoint_dir, progress).unwrap()
 }
 
 fn training_sets(dataset: &Dataset) -> (TrainSet, TrainSet) {
@@ -85,6 +103,7 @@ fn training_sets(dataset: &Dataset) -> (TrainSet, TrainSet) {
 
 #[test]
 fn under_skip_an_unreadable_image_is_left_out_counted_once_and_trains_the_same_held_or_streamed() {
+    let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
     let (root, file) = damaged_folder(dir.path(), 5);
     let dataset = load(&root, "?on_bad_image=skip");
@@ -114,6 +133,7 @@ fn under_skip_an_unreadable_image_is_left_out_counted_once_and_trains_the_same_h
 
 #[test]
 fn under_fail_the_fit_stops_naming_the_file() {
+    let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
     let (root, file) = damaged_folder(dir.path(), 5);
     let dataset = load(&root, "");
@@ -139,6 +159,7 @@ fn under_fail_the_fit_stops_naming_the_file() {
 
 #[test]
 fn a_first_image_that_cannot_be_read_is_skipped_and_a_resume_still_reports_it() {
+    let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
     let (root, file) = damaged_folder(dir.path(), 0);
     let dataset = load(&root, "?on_bad_image=skip");
@@ -152,4 +173,36 @@ fn a_first_image_that_cannot_be_read_is_skipped_and_a_resume_still_reports_it() 
     assert_eq!(again.resumed_from, Some(6));
     assert_eq!(again.unreadable, done.unreadable);
     assert!(again.unreadable[0].sample.contains(&*file.file_name().unwrap().to_string_lossy()));
+}
+
+/// Issue 16: a kill during a streamed epoch (here mid-epoch 1, with an unreadable image in the set)
+/// resumes from the last checkpoint to the weights, losses and unreadable list of an uninterrupted run.
+#[test]
+fn a_kill_mid_streamed_epoch_resumes_to_the_uninterrupted_weights() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (root, _) = damaged_folder(dir.path(), 7);
+    let dataset = load(&root, "?on_bad_image=skip");
+    let k = dataset.labels.len();
+    let (_, streamed) = training_sets(&dataset);
+    let whole = fit(&streamed, k, None);
+
+    let checkpoints = dir.path().join("train");
+    let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fit_reporting(&streamed, k, Some(&checkpoints), &mut |r| {
+            // Reported before step 2's checkpoint is written: the newest on disk is step 1's.
+            if r.step == 2 {
+                std::panic::resume_unwind(Box::new("simulated kill"));
+            }
+        })
+    }));
+    assert!(killed.is_err());
+    let resumed = fit(&streamed, k, Some(&checkpoints));
+    assert_eq!(resumed.resumed_from, Some(1));
+    assert_eq!(resumed.losses, whole.losses);
+    assert!(
+        weights(&resumed.model.valid()) == weights(&whole.model.valid()),
+        "resume must not change the weights"
+    );
+    assert_eq!(resumed.unreadable, whole.unreadable);
 }
