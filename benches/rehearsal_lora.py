@@ -73,6 +73,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The load-average rules and the atomic JSON write are the peer harness's.
+sys.path.insert(0, str(ROOT / "benches/peers"))
+from harness import fmt_load, load, wait_for_idle, write_json  # noqa: E402
 PEER = ROOT / "benches/peers/rehearsal_lora_peer.py"
 THREADS = 2
 BATCH = 32
@@ -95,23 +98,6 @@ class Run:
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
     detail: dict = field(default_factory=dict)
-
-
-def load() -> tuple[float, float, float]:
-    return os.getloadavg()
-
-
-def fmt_load(l: tuple[float, float, float]) -> str:
-    return " ".join(f"{x:.2f}" for x in l)
-
-
-def wait_for_idle(max_load: float, wait: float) -> tuple[float, float, float]:
-    deadline = time.monotonic() + wait
-    current = load()
-    while current[0] > max_load and time.monotonic() < deadline:
-        time.sleep(10)
-        current = load()
-    return current
 
 
 def spawn(cmd: list[str], env: dict[str, str]) -> tuple[list[tuple[float, str]], str, int, float, float]:
@@ -281,9 +267,7 @@ def main() -> int:
             },
             "rounds": [{side: asdict(run) for side, run in x.items()} for x in rounds],
         }
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
-        tmp.replace(args.json)
+        write_json(args.json, doc)
     return 0
 
 

@@ -201,6 +201,13 @@ def wait_for_idle(max_load: float, wait: float) -> tuple[float, float, float]:
     return current
 
 
+def write_json(path: Path, doc: dict) -> None:
+    """Write `doc` to `path` whole or not at all (a temporary file renamed over it)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", nargs="?", choices=sorted(SUITES))
@@ -284,9 +291,7 @@ def main() -> int:
             "rounds": [{"load_before": b, **{s: {"seconds": x.seconds, "load_after": x.load_after, "wall": x.wall}
                                              for s, x in runs.items()}} for b, runs in rounds],
         }
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
-        tmp.replace(args.json)
+        write_json(args.json, doc)
     return 0
 
 

@@ -4,25 +4,21 @@
 //!
 //! Its own test binary: training re-seeds burn's process-wide random stream.
 
-use std::path::Path;
-
 use burn::module::Module;
 use burn::tensor::Device;
 use calibra_data::{DatasetSpec, LoadOptions, load_dataset};
-use calibra_models::Encoder;
-use calibra_models::lora::LoraConfig;
 use calibra_train::augment::Augment;
 use calibra_train::build_loss;
 use calibra_train::features::preprocess_for;
-use calibra_train::fine_tune::{Adaptation, EncoderClassifier, train_set_within};
+use calibra_train::fine_tune::train_set_within;
 use calibra_train::train_images::TrainImages;
 use calibra_train::trainer::{TrainConfig, TrainSet, train};
 
-const DATA: &str = "synth:derm?n=24&size=40";
+#[path = "support/generalist_lora.rs"]
+mod generalist_lora;
+use generalist_lora::{checkpoint, lora_classifier, weights};
 
-fn checkpoint() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/generalist")
-}
+const DATA: &str = "synth:derm?n=24&size=40";
 
 /// The same rows held in memory and streamed, and the number of classes.
 fn sets() -> (TrainSet, TrainSet, usize) {
@@ -34,26 +30,9 @@ fn sets() -> (TrainSet, TrainSet, usize) {
     (held, streamed, dataset.labels.len())
 }
 
-fn weights<M: Module>(model: &M) -> Vec<u32> {
-    struct Collect<'a>(&'a mut Vec<u32>);
-    impl burn::module::ModuleVisitor for Collect<'_> {
-        fn visit_float<const D: usize>(&mut self, p: &burn::module::Param<burn::tensor::Tensor<D>>) {
-            self.0.extend(p.val().into_data().try_into_vec_as::<f32>().unwrap().iter().map(|v| v.to_bits()));
-        }
-    }
-    let mut out = Vec::new();
-    model.visit(&mut Collect(&mut out));
-    out
-}
-
 fn fit(data: &TrainSet, k: usize) -> (Vec<f64>, Vec<u32>) {
     let device = Device::flex().autodiff();
-    let encoder = Encoder::load_dir(&checkpoint(), &device).unwrap();
-    let dim = encoder.classification_dim();
-    let lora: LoraConfig =
-        serde_json::from_str(r#"{"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}"#).unwrap();
-    let (model, _) =
-        EncoderClassifier::new(encoder, dim, k, &Adaptation::Lora(Box::new(lora)), 5, &device).unwrap();
+    let model = lora_classifier(k, &device);
     let config = TrainConfig {
         epochs: 2,
         batch_size: 4,

@@ -14,7 +14,6 @@ use burn::tensor::Device;
 use calibra_data::export_imagefolder::{ExportFormat, export_imagefolder};
 use calibra_data::{BadImagePolicy, Dataset, DatasetSpec, ImageSource, LoadOptions, load_dataset};
 use calibra_models::Encoder;
-use calibra_models::lora::LoraConfig;
 use calibra_train::augment::Augment;
 use calibra_train::build_loss;
 use calibra_train::features::preprocess_for;
@@ -22,15 +21,15 @@ use calibra_train::fine_tune::{Adaptation, EncoderClassifier, train_set_within};
 use calibra_train::train_images::UnreadableImage;
 use calibra_train::trainer::{StepReport, TrainConfig, TrainOutcome, TrainSet, train};
 
+#[path = "support/generalist_lora.rs"]
+mod generalist_lora;
+use generalist_lora::{checkpoint, lora_classifier, weights};
+
 /// Held by every test that trains or builds a model: burn's random stream is process-wide.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn checkpoint() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/generalist")
 }
 
 /// Twelve training rows of a PNG ImageFolder written from `synth:derm`; row `bad` is overwritten with
@@ -52,18 +51,6 @@ fn load(root: &Path, options: &str) -> Dataset {
     load_dataset(&DatasetSpec::parse(&spec).unwrap(), &LoadOptions::default()).unwrap()
 }
 
-fn weights<M: Module>(model: &M) -> Vec<u32> {
-    struct Collect<'a>(&'a mut Vec<u32>);
-    impl burn::module::ModuleVisitor for Collect<'_> {
-        fn visit_float<const D: usize>(&mut self, p: &burn::module::Param<burn::tensor::Tensor<D>>) {
-            self.0.extend(p.val().into_data().try_into_vec_as::<f32>().unwrap().iter().map(|v| v.to_bits()));
-        }
-    }
-    let mut out = Vec::new();
-    model.visit(&mut Collect(&mut out));
-    out
-}
-
 fn fit(data: &TrainSet, k: usize, checkpoint_dir: Option<&Path>) -> TrainOutcome<EncoderClassifier> {
     fit_reporting(data, k, checkpoint_dir, &mut |_| {})
 }
@@ -75,12 +62,7 @@ fn fit_reporting(
     progress: &mut dyn FnMut(&StepReport),
 ) -> TrainOutcome<EncoderClassifier> {
     let device = Device::flex().autodiff();
-    let encoder = Encoder::load_dir(&checkpoint(), &device).unwrap();
-    let dim = encoder.classification_dim();
-    let lora: LoraConfig =
-        serde_json::from_str(r#"{"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}"#).unwrap();
-    let (model, _) =
-        EncoderClassifier::new(encoder, dim, k, &Adaptation::Lora(Box::new(lora)), 5, &device).unwrap();
+    let model = lora_classifier(k, &device);
     let config = TrainConfig {
         epochs: 2,
         batch_size: 4,
