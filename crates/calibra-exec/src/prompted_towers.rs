@@ -9,6 +9,9 @@
 //! killed fit resumes from it); the predictions of the calibration and test splits under every
 //! condition run the prompted towers on the split's images.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use burn::tensor::{Device, Tensor};
 use calibra_crs::Condition;
 use calibra_data::Split;
@@ -17,9 +20,10 @@ use calibra_models::clip::{
     ClipModel, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier, l2_normalize,
 };
 use calibra_run::{ExecError, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
-use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, train_maple, train_promptsrc};
-use calibra_train::features::{PreparedPass, image_batch};
+use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, PromptImages, train_maple, train_promptsrc};
+use calibra_train::features::{PreparedPass, readable_image_batch};
 use calibra_train::losses::Loss;
+use calibra_train::train_images::UnreadableImage;
 
 use crate::RunExecutor;
 use crate::clip_features::{IMAGE_BATCH, check_rows, clip_image_features, image_request, zero_shot_logits};
@@ -79,11 +83,21 @@ pub(crate) fn fit<'a>(
         PreparedPass::new(image_request(fit, (Split::Train, &Condition::Clean, c.dataset.spec.as_str()))?)?;
     check_rows(&pass, &split.train, "train (clean)", &c.dataset.spec)?;
     ctx.report(&format!("{method}: {} training images, decoded per batch", train_rows.len()));
-    let mut images = |rows: &[usize]| -> Result<Tensor<4>, CoopError> {
-        let rows: Vec<usize> = rows.iter().map(|&r| train_rows[r]).collect();
-        let batch = image_batch(&pass.dataset, &rows, &pass.preprocess, pass.request.condition)
+    // Training images that cannot be read, by training row: left out of their batches under the
+    // dataset's `on_bad_image=skip` (under `fail` the batch is the error naming the file).
+    let unreadable = RefCell::new(BTreeMap::<usize, UnreadableImage>::new());
+    let mut images = |rows: &[usize]| -> Result<PromptImages, CoopError> {
+        let samples: Vec<usize> = rows.iter().map(|&r| train_rows[r]).collect();
+        let read = readable_image_batch(&pass.dataset, &samples, &pass.preprocess, pass.request.condition)
             .map_err(|e| CoopError::Data(e.to_string()))?;
-        Ok(batch.to_tensor(device))
+        let kept: Vec<usize> = read.kept.iter().map(|&p| rows[p]).collect();
+        let left_out = rows.iter().filter(|r| !kept.contains(r));
+        for (row, s) in left_out.zip(read.skipped) {
+            let image = UnreadableImage { row: *row, sample: s.location, reason: s.reason };
+            unreadable.borrow_mut().entry(*row).or_insert(image);
+        }
+        let images = (!kept.is_empty()).then(|| read.batch.to_tensor(device));
+        Ok(PromptImages { rows: kept, images })
     };
     let checkpoint_dir = ctx.fit_dir().join("train");
     let mut log = EpochLog::new(method);
@@ -121,6 +135,7 @@ pub(crate) fn fit<'a>(
         _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
     };
     log.resumed(ctx, resumed_from);
+    log.unreadable(ctx, &unreadable.into_inner().into_values().collect::<Vec<_>>());
     let head = ZeroShotClassifier {
         classnames,
         templates: Vec::new(),

@@ -19,7 +19,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use calibra_models::clip::{ClipConfig, ClipModel, ClipTextConfig, ClipVisionConfig, EotPooling};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
-use calibra_train::coop::{CoopConfig, CoopError, train_maple, train_promptsrc};
+use calibra_train::coop::{CoopConfig, CoopError, PromptImages, train_maple, train_promptsrc};
 
 const BATCH: usize = 32;
 const SIDE: usize = 224;
@@ -56,12 +56,12 @@ fn main() {
         };
         // One full batch per epoch: `steps` epochs = `steps` optimiser steps.
         let config = CoopConfig { epochs: steps, batch_size: BATCH, ..base };
-        let mut batches = |rows: &[usize]| -> Result<Tensor<4>, CoopError> {
+        let mut batches = |rows: &[usize]| -> Result<PromptImages, CoopError> {
             let index = Tensor::<1, Int>::from_data(
                 TensorData::new(rows.iter().map(|&r| r as i64).collect::<Vec<_>>(), [rows.len()]),
                 &device,
             );
-            Ok(images.clone().select(0, index))
+            Ok(PromptImages::all(rows, images.clone().select(0, index)))
         };
         let mut stamps = vec![Instant::now()];
         let mut progress = |_: &calibra_train::trainer::StepReport| stamps.push(Instant::now());

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Tensor, TensorData};
 use calibra_data::{
-    BadImagePolicy, Dataset, DatasetSpec, LoadOptions, Perturbation, PreprocessConfig, Severity, Split,
-    SplitConfig, Target, decode_samples, load_dataset, perturb, split_dataset,
+    BadImagePolicy, Dataset, DatasetSpec, LoadOptions, Perturbation, PreprocessConfig, Severity,
+    SkippedSample, Split, SplitConfig, Target, decode_samples, load_dataset, perturb, split_dataset,
 };
 use calibra_models::Encoder;
 use calibra_models::hf::floats::F32View;
@@ -336,7 +336,40 @@ pub fn image_batch(
     preprocess: &PreprocessConfig,
     condition: FeatureCondition,
 ) -> Result<ImageBatch, FeatureError> {
-    let decoded = decode_samples(dataset, indices, BadImagePolicy::Fail, |i, image| {
+    Ok(batch_under(dataset, indices, preprocess, condition, BadImagePolicy::Fail)?.batch)
+}
+
+/// The readable samples of a batch ([`readable_image_batch`]).
+#[derive(Debug, Clone)]
+pub struct ReadableBatch {
+    /// The images of `kept`, in order.
+    pub batch: ImageBatch,
+    /// The positions in the requested `indices` whose images `batch` holds.
+    pub kept: Vec<usize>,
+    /// The samples left out, each with its file and why it could not be read.
+    pub skipped: Vec<SkippedSample>,
+}
+
+/// [`image_batch`] under the dataset's own bad-image policy ([`Dataset::on_bad_image`]): under
+/// `skip` a sample that cannot be read is left out of the batch and listed; under `fail` it is the
+/// error naming it.
+pub fn readable_image_batch(
+    dataset: &Dataset,
+    indices: &[usize],
+    preprocess: &PreprocessConfig,
+    condition: FeatureCondition,
+) -> Result<ReadableBatch, FeatureError> {
+    batch_under(dataset, indices, preprocess, condition, dataset.on_bad_image)
+}
+
+fn batch_under(
+    dataset: &Dataset,
+    indices: &[usize],
+    preprocess: &PreprocessConfig,
+    condition: FeatureCondition,
+    policy: BadImagePolicy,
+) -> Result<ReadableBatch, FeatureError> {
+    let decoded = decode_samples(dataset, indices, policy, |i, image| {
         let image = match condition {
             FeatureCondition::Clean => image,
             FeatureCondition::Perturbed { perturbation, severity } => {
@@ -345,8 +378,23 @@ pub fn image_batch(
         };
         Ok(preprocess.apply(&image))
     })?;
+    // Sample indices are unique within a batch, and the kept ones come in the order asked.
+    let mut kept = Vec::with_capacity(decoded.items.len());
+    let mut next = 0;
+    for (i, _) in &decoded.items {
+        while indices[next] != *i {
+            next += 1;
+        }
+        kept.push(next);
+        next += 1;
+    }
+    let skipped = decoded.skipped;
     let Some((_, first)) = decoded.items.first() else {
-        return Ok(ImageBatch { shape: [3, 0, 0], pixels: Vec::new() });
+        return Ok(ReadableBatch {
+            batch: ImageBatch { shape: [3, 0, 0], pixels: Vec::new() },
+            kept,
+            skipped,
+        });
     };
     let shape = [first.channels, first.height, first.width];
     let mut pixels = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
@@ -360,7 +408,7 @@ pub fn image_batch(
         }
         pixels.extend_from_slice(&t.data);
     }
-    Ok(ImageBatch { shape, pixels })
+    Ok(ReadableBatch { batch: ImageBatch { shape, pixels }, kept, skipped })
 }
 
 fn validate_layers(layers: &[f64]) -> Result<(), FeatureError> {

@@ -19,6 +19,8 @@ pub(crate) struct CoopState {
     pub config: CoopConfig,
     pub classnames: Vec<String>,
     pub n_train: usize,
+    /// NaN (a step passed over: none of its images readable) is written as `null`.
+    #[serde(with = "crate::checkpoint_dir::losses_with_gaps")]
     pub losses: Vec<f64>,
     /// PromptSRC: the Gaussian prompt aggregate of the epochs done so far (flat parameter values).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -27,8 +27,25 @@ use crate::schedule::ConstantWarmupCosine;
 use crate::training_loop::{Batch, LoopPlan, StepReport, Stepped, TrainingSteps, at_step};
 
 /// Where the training images come from: `batch(rows)` returns the preprocessed images of training
-/// rows `rows` (indices into `0..n`), `[rows.len(), C, H, W]`, on the plain device.
-pub type ImageBatches<'a> = dyn FnMut(&[usize]) -> Result<Tensor<4>, CoopError> + 'a;
+/// rows `rows` (indices into `0..n`) on the plain device: every one of them, or the readable ones when
+/// the dataset's `skip` bad-image policy left some out.
+pub type ImageBatches<'a> = dyn FnMut(&[usize]) -> Result<PromptImages, CoopError> + 'a;
+
+/// The images of a batch's readable training rows.
+#[derive(Debug, Clone)]
+pub struct PromptImages {
+    /// The training rows whose images `images` holds, in the order asked.
+    pub rows: Vec<usize>,
+    /// `[rows.len(), C, H, W]`; `None` when no row of the batch could be read.
+    pub images: Option<Tensor<4>>,
+}
+
+impl PromptImages {
+    /// Every row asked for, read.
+    pub fn all(rows: &[usize], images: Tensor<4>) -> Self {
+        PromptImages { rows: rows.to_vec(), images: Some(images) }
+    }
+}
 
 /// A prompt learner the loop can train.
 pub trait PromptedLearner: Module + Clone + std::fmt::Debug {
@@ -182,8 +199,20 @@ impl<L: PromptedLearner, O: ImagePromptObjective<L>> TrainingSteps for ImageProm
     type Error = CoopError;
 
     fn step(&mut self, learner: L, batch: &Batch<'_>) -> Result<(L, Stepped), CoopError> {
-        let (step, total_steps, indices) = (batch.step, batch.total_steps, batch.indices);
-        let mut images = (self.images)(indices)?;
+        let (step, total_steps) = (batch.step, batch.total_steps);
+        let PromptImages { rows, images } = (self.images)(batch.indices)?;
+        // A batch none of whose images could be read (`skip` policy) is passed over.
+        let Some(mut images) = images else {
+            return Ok((learner, Stepped::Skipped));
+        };
+        if images.dims()[0] != rows.len() || rows.iter().any(|r| !batch.indices.contains(r)) {
+            return Err(CoopError::Data(format!(
+                "the image source returned {} images for rows {rows:?} of the batch {:?}",
+                images.dims()[0],
+                batch.indices
+            )));
+        }
+        let indices = rows.as_slice();
         let config = self.run.config;
         if config.augment != Augment::None {
             let [b, c, h, w] = images.dims();

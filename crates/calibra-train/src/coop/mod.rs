@@ -23,7 +23,7 @@ pub mod trainer;
 
 pub use config::{CoopConfig, CoopMethod};
 pub use error::CoopError;
-pub use image_prompts::{ImageBatches, ImagePromptOutcome};
+pub use image_prompts::{ImageBatches, ImagePromptOutcome, PromptImages};
 pub use maple::{MapleOutcome, train_maple, train_maple_learner};
 pub use promptsrc::{PromptSrcOutcome, train_promptsrc, train_promptsrc_learner};
 pub use trainer::{CoopOutcome, steps_per_epoch, train_coop, train_prompt_learner};

@@ -3,8 +3,9 @@
 //! The in-memory training set reads all its rows through the same function, so both kinds of set
 //! see the same pixels and leave out the same unreadable images.
 
-use calibra_data::{BadImagePolicy, Dataset, PreprocessConfig, decode_samples};
+use calibra_data::{Dataset, PreprocessConfig};
 
+use crate::features::{FeatureCondition, readable_image_batch};
 use crate::train_images::{ImageRows, RowPixels, UnreadableImage};
 
 /// What an error under the `fail` policy adds.
@@ -56,39 +57,28 @@ pub(super) fn read_rows(
                 })
             })
             .collect::<Result<Vec<usize>, String>>()?;
-    let decoded =
-        decode_samples(dataset, &indices, dataset.on_bad_image, |_, image| Ok(preprocess.apply(&image)))
-            .map_err(|e| {
-                named(format!(
-                    "{e} (add `on_bad_image=skip` to the dataset spec to leave such training images out)"
-                ))
-            })?;
+    let read = readable_image_batch(dataset, &indices, preprocess, FeatureCondition::Clean)
+        .map_err(|e| named(format!("{e}{SKIP_HINT}")))?;
+    if let Some(&first) = read.kept.first()
+        && read.batch.shape != shape
+    {
+        return Err(named(format!(
+            "sample `{}` preprocesses to {:?}, the training set's images to {shape:?}: set a centre crop in \
+             the encoder's preprocessor_config.json",
+            dataset.samples[indices[first]].id, read.batch.shape
+        )));
+    }
     let size: usize = shape.iter().product();
-    let mut out = RowPixels { pixels: Vec::with_capacity(rows.len() * size), unreadable: Vec::new() };
-    let (mut items, mut skipped) = (decoded.items.into_iter().peekable(), decoded.skipped.into_iter());
-    for (&row, &sample) in rows.iter().zip(&indices) {
-        match items.next_if(|(i, _)| *i == sample) {
-            Some((_, t)) => {
-                if [t.channels, t.height, t.width] != shape {
-                    return Err(named(format!(
-                        "sample `{}` preprocesses to {:?}, the training set's images to {shape:?}: set a \
-                         centre crop in the encoder's preprocessor_config.json",
-                        dataset.samples[sample].id,
-                        [t.channels, t.height, t.width]
-                    )));
-                }
-                out.pixels.extend_from_slice(&t.data);
-            }
-            None => {
-                // decode_samples lists the skipped samples in the order asked.
-                let s = skipped
-                    .next()
-                    .ok_or_else(|| named(format!("sample {sample} was neither read nor skipped")))?;
-                debug_assert_eq!(dataset.on_bad_image, BadImagePolicy::Skip);
-                out.pixels.resize(out.pixels.len() + size, 0.0);
-                out.unreadable.push(UnreadableImage { row, sample: s.location, reason: s.reason });
-            }
-        }
+    let mut out = RowPixels { pixels: vec![0.0; rows.len() * size], unreadable: Vec::new() };
+    let mut kept = vec![false; rows.len()];
+    for (k, &p) in read.kept.iter().enumerate() {
+        out.pixels[p * size..(p + 1) * size].copy_from_slice(&read.batch.pixels[k * size..(k + 1) * size]);
+        kept[p] = true;
+    }
+    // The left-out positions, in order, are those of the skipped samples, also in order.
+    let left_out = (0..rows.len()).filter(|&p| !kept[p]);
+    for (p, s) in left_out.zip(read.skipped) {
+        out.unreadable.push(UnreadableImage { row: rows[p], sample: s.location, reason: s.reason });
     }
     Ok(out)
 }
@@ -102,11 +92,10 @@ pub(super) fn first_readable(
     preprocess: &PreprocessConfig,
 ) -> Result<(usize, [usize; 3]), String> {
     for (row, &sample) in samples.iter().enumerate() {
-        let decoded =
-            decode_samples(dataset, &[sample], dataset.on_bad_image, |_, image| Ok(preprocess.apply(&image)))
-                .map_err(|e| format!("dataset `{}`: {e}{SKIP_HINT}", dataset.name))?;
-        if let Some((_, t)) = decoded.items.first() {
-            return Ok((row, [t.channels, t.height, t.width]));
+        let read = readable_image_batch(dataset, &[sample], preprocess, FeatureCondition::Clean)
+            .map_err(|e| format!("dataset `{}`: {e}{SKIP_HINT}", dataset.name))?;
+        if !read.kept.is_empty() {
+            return Ok((row, read.batch.shape));
         }
     }
     Err(format!("dataset `{}`: none of the {} training images can be read", dataset.name, samples.len()))

@@ -11,7 +11,9 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use calibra_models::clip::{ClipModel, ContextInit, PromptLearnerConfig, PromptTextEncoder, PromptTokenizer};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
-use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, CoopOutcome, train_prompt_learner};
+use calibra_train::coop::{
+    CoopConfig, CoopError, CoopMethod, CoopOutcome, PromptImages, train_prompt_learner,
+};
 use serde_json::Value;
 
 pub fn fixtures() -> PathBuf {
@@ -75,13 +77,13 @@ pub fn host(t: Tensor<2>) -> Vec<f32> {
 }
 
 /// The batch source of a test: rows of an in-memory image tensor.
-pub fn rows_of(images: &Tensor<4>) -> impl FnMut(&[usize]) -> Result<Tensor<4>, CoopError> + '_ {
+pub fn rows_of(images: &Tensor<4>) -> impl FnMut(&[usize]) -> Result<PromptImages, CoopError> + '_ {
     move |rows: &[usize]| {
         let index = Tensor::<1, Int>::from_data(
             TensorData::new(rows.iter().map(|&r| r as i64).collect::<Vec<_>>(), [rows.len()]),
             &images.device(),
         );
-        Ok(images.clone().select(0, index))
+        Ok(PromptImages::all(rows, images.clone().select(0, index)))
     }
 }
 
