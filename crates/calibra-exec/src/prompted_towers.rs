@@ -91,10 +91,9 @@ pub(crate) fn fit<'a>(
         let read = readable_image_batch(&pass.dataset, &samples, &pass.preprocess, pass.request.condition)
             .map_err(|e| CoopError::Data(e.to_string()))?;
         let kept: Vec<usize> = read.kept.iter().map(|&p| rows[p]).collect();
-        let left_out = rows.iter().filter(|r| !kept.contains(r));
-        for (row, s) in left_out.zip(read.skipped) {
-            let image = UnreadableImage { row: *row, sample: s.location, reason: s.reason };
-            unreadable.borrow_mut().entry(*row).or_insert(image);
+        for (p, s) in read.skipped {
+            let image = UnreadableImage { row: rows[p], sample: s.location, reason: s.reason };
+            unreadable.borrow_mut().entry(rows[p]).or_insert(image);
         }
         let images = (!kept.is_empty()).then(|| read.batch.to_tensor(device));
         Ok(PromptImages { rows: kept, images })

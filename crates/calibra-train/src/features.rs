@@ -346,8 +346,9 @@ pub struct ReadableBatch {
     pub batch: ImageBatch,
     /// The positions in the requested `indices` whose images `batch` holds.
     pub kept: Vec<usize>,
-    /// The samples left out, each with its file and why it could not be read.
-    pub skipped: Vec<SkippedSample>,
+    /// The samples left out, each at its position in `indices`, with its file and why it could not
+    /// be read.
+    pub skipped: Vec<(usize, SkippedSample)>,
 }
 
 /// [`image_batch`] under the dataset's own bad-image policy ([`Dataset::on_bad_image`]): under
@@ -378,17 +379,19 @@ fn batch_under(
         };
         Ok(preprocess.apply(&image))
     })?;
-    // Sample indices are unique within a batch, and the kept ones come in the order asked.
+    // Kept and skipped samples both come in the order asked: walking `indices`, a position that is
+    // not the next kept sample is the next skipped one.
     let mut kept = Vec::with_capacity(decoded.items.len());
-    let mut next = 0;
-    for (i, _) in &decoded.items {
-        while indices[next] != *i {
-            next += 1;
+    let mut left_out = Vec::with_capacity(decoded.skipped.len());
+    let mut items = decoded.items.iter().map(|(i, _)| *i).peekable();
+    for (p, &i) in indices.iter().enumerate() {
+        if items.next_if_eq(&i).is_some() {
+            kept.push(p);
+        } else {
+            left_out.push(p);
         }
-        kept.push(next);
-        next += 1;
     }
-    let skipped = decoded.skipped;
+    let skipped: Vec<(usize, SkippedSample)> = left_out.into_iter().zip(decoded.skipped).collect();
     let Some((_, first)) = decoded.items.first() else {
         return Ok(ReadableBatch {
             batch: ImageBatch { shape: [3, 0, 0], pixels: Vec::new() },

@@ -263,11 +263,12 @@ impl TrainSet {
         Ok(())
     }
 
-    #[cfg(test)]
-    pub(crate) fn images(&self, indices: &[usize], device: &Device) -> Result<Tensor<4>, TrainerError> {
+    /// Row-major images of this set's shape (`pixels` as [`TrainSet::read`] gives them) as a
+    /// `[n, c, h, w]` tensor on `device`.
+    pub(crate) fn tensor(&self, pixels: Vec<f32>, device: &Device) -> Tensor<4> {
         let [c, h, w] = self.image_shape;
-        let pixels = self.pixels(indices)?;
-        Ok(Tensor::<4>::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device))
+        let n = pixels.len() / (c * h * w).max(1);
+        Tensor::<4>::from_data(TensorData::new(pixels, [n, c, h, w]), device)
     }
 
     /// The images of `rows` (`pixels`, as [`TrainSet::read`] gave them) as `augment` transforms them
@@ -281,9 +282,8 @@ impl TrainSet {
         (seed, epoch): (u64, usize),
         device: &Device,
     ) -> Tensor<4> {
-        let [c, h, w] = self.image_shape;
         let pixels = crate::augment::augment_batch(pixels, self.image_shape, rows, augment, (seed, epoch));
-        Tensor::<4>::from_data(TensorData::new(pixels, [rows.len(), c, h, w]), device)
+        self.tensor(pixels, device)
     }
 
     /// The loss batch of `logits` computed for the images `indices`.
@@ -635,10 +635,10 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
         if read.rows.is_empty() {
             return Ok((model, Stepped::Skipped));
         }
-        let augment = (self.config.augment, (self.config.seed, batch.epoch));
+        let (augment, augment_stream) = (self.config.augment, (self.config.seed, batch.epoch));
         if self.config.accumulate == 1 {
             self.device.seed(mix(self.config.seed, 1 << 40 | batch.step as u64));
-            let images = data.augmented_images(&read.rows, read.pixels, augment.0, augment.1, self.device);
+            let images = data.augmented_images(&read.rows, read.pixels, augment, augment_stream, self.device);
             let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, &read.rows)?)?;
             let loss = finite_value(&value).map_err(named)?;
@@ -649,8 +649,8 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
         let size: usize = data.image_shape.iter().product();
         let mut accumulated = GradientsAccumulator::<M>::new();
         let mut loss = 0.0;
-        let mut offset = 0;
-        for (m, micro) in read.rows.chunks(self.config.batch_size).enumerate() {
+        let micro_pixels = read.pixels.chunks(self.config.batch_size * size);
+        for (m, (micro, pixels)) in read.rows.chunks(self.config.batch_size).zip(micro_pixels).enumerate() {
             let stream = if m == 0 {
                 1 << 40 | batch.step as u64
             } else {
@@ -658,9 +658,7 @@ impl<M: Classifier> TrainingSteps for ImageSteps<'_, '_, M> {
             };
             self.device.seed(mix(self.config.seed, stream));
             let share = micro.len() as f64 / read.rows.len() as f64;
-            let pixels = read.pixels[offset * size..(offset + micro.len()) * size].to_vec();
-            offset += micro.len();
-            let images = data.augmented_images(micro, pixels, augment.0, augment.1, self.device);
+            let images = data.augmented_images(micro, pixels.to_vec(), augment, augment_stream, self.device);
             let logits = model.logits(images);
             let value = self.loss.forward(&data.loss_batch(logits, micro)?)?;
             loss += share * finite_value(&value).map_err(named)?;

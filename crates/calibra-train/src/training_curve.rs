@@ -4,7 +4,7 @@
 //! training loss. The curve is what a run record's `training` field stores and what the
 //! "not converged" check reads; its loss drives [`crate::early_stopping`].
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::losses::{Loss, finite_value};
@@ -128,7 +128,6 @@ pub(crate) fn mean_loss<M: Classifier>(
     let plain = device.clone().without_autodiff();
     let model = model.valid();
     let rows: Vec<usize> = (0..data.len()).collect();
-    let [c, h, w] = data.image_shape;
     let (mut total, mut counted) = (0.0, 0usize);
     let mut logits = Vec::new();
     let mut unreadable = Vec::new();
@@ -139,8 +138,7 @@ pub(crate) fn mean_loss<M: Classifier>(
             continue;
         }
         let n = read.rows.len();
-        let images = Tensor::<4>::from_data(TensorData::new(read.pixels, [n, c, h, w]), &plain);
-        let z = model.logits(images);
+        let z = model.logits(data.tensor(read.pixels, &plain));
         let value = loss.forward(&data.loss_batch(z.clone(), &read.rows)?)?;
         total += finite_value(&value)? * n as f64;
         counted += n;

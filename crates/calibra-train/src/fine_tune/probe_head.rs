@@ -13,7 +13,7 @@
 //! for DINOv2 (`[CLS ‖ mean of patches]`), CLIP and SigLIP (mean-pooled tokens) it differs from it.
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use calibra_models::Encoder;
 use calibra_probe::{Features, LinearHead, LogisticModel, Probe, ProbeModel, Targets};
 
@@ -35,7 +35,6 @@ pub(super) fn probe_head(
     let plain = device.clone().without_autodiff();
     let frozen = encoder.valid();
     let rows: Vec<usize> = (0..data.len()).collect();
-    let [c, h, w] = data.image_shape;
     let mut x = Vec::new();
     let mut dim = 0;
     // The readable images (all of them, unless the dataset's `skip` policy left some out).
@@ -45,9 +44,8 @@ pub(super) fn probe_head(
         if read.rows.is_empty() {
             continue;
         }
-        let images = Tensor::<4>::from_data(TensorData::new(read.pixels, [read.rows.len(), c, h, w]), &plain);
         readable.extend(read.rows);
-        let f = frozen.classification_feature(images)?;
+        let f = frozen.classification_feature(data.tensor(read.pixels, &plain))?;
         dim = f.dims()[1];
         x.extend(
             f.into_data()
@@ -131,7 +129,7 @@ mod tests {
             assert_eq!(dim, width, "{family}");
             let (model, _) = EncoderClassifier::new(encoder, dim, 3, &Adaptation::Head, 1, &device).unwrap();
             let model = model.with_head(&weight, bias, &device).unwrap();
-            let logits = model.try_logits(data.images(&[0, 1, 2], &device).unwrap()).unwrap();
+            let logits = model.try_logits(data.tensor(data.pixels(&[0, 1, 2]).unwrap(), &device)).unwrap();
             let logits = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
             assert!(logits.iter().all(|v| v.is_finite()), "{family}: {logits:?}");
         }

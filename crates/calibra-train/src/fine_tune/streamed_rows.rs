@@ -69,18 +69,16 @@ pub(super) fn read_rows(
         )));
     }
     let size: usize = shape.iter().product();
-    let mut out = RowPixels { pixels: vec![0.0; rows.len() * size], unreadable: Vec::new() };
-    let mut kept = vec![false; rows.len()];
-    for (k, &p) in read.kept.iter().enumerate() {
-        out.pixels[p * size..(p + 1) * size].copy_from_slice(&read.batch.pixels[k * size..(k + 1) * size]);
-        kept[p] = true;
+    let mut pixels = vec![0.0; rows.len() * size];
+    for (&p, image) in read.kept.iter().zip(read.batch.pixels.chunks_exact(size)) {
+        pixels[p * size..(p + 1) * size].copy_from_slice(image);
     }
-    // The left-out positions, in order, are those of the skipped samples, also in order.
-    let left_out = (0..rows.len()).filter(|&p| !kept[p]);
-    for (p, s) in left_out.zip(read.skipped) {
-        out.unreadable.push(UnreadableImage { row: rows[p], sample: s.location, reason: s.reason });
-    }
-    Ok(out)
+    let unreadable = read
+        .skipped
+        .into_iter()
+        .map(|(p, s)| UnreadableImage { row: rows[p], sample: s.location, reason: s.reason })
+        .collect();
+    Ok(RowPixels { pixels, unreadable })
 }
 
 /// The first training row (in order) whose image can be read and its preprocessed shape. Under the
