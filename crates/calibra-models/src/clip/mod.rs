@@ -1,14 +1,16 @@
 //! CLIP vision and text towers (Hugging Face `CLIPModel` numerics), the joint model, the zero-shot
-//! classifier, the CoOp prompt learner, MaPLe's coupled and PromptSRC's independent deep prompts; native OpenCLIP checkpoints load into the same modules
+//! classifier, the CoOp prompt learner, MaPLe's coupled, PromptSRC's independent and HiCroPL's cross-mapped deep prompts; native OpenCLIP checkpoints load into the same modules
 //! ([`open_clip`]).
 
 pub mod deep_prompts;
+pub mod hicropl;
 pub mod ivlp;
 pub mod keys;
 pub mod maple;
 pub mod model;
 pub mod open_clip;
 pub mod prompt;
+pub mod prompt_mapper;
 pub mod prompt_text;
 pub mod promptsrc_templates;
 pub mod save;
@@ -16,6 +18,7 @@ pub mod text;
 pub mod vision;
 pub mod zero_shot;
 
+pub use hicropl::{HicroplConfig, HicroplMapper, HicroplPromptLearner};
 pub use ivlp::{IvlpConfig, IvlpPromptLearner, IvlpValues};
 pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};
 pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};

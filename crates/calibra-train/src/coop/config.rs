@@ -3,8 +3,10 @@
 use crate::augment::Augment;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{ModuleOptimizer, SgdConfig};
-use calibra_models::clip::{ClassTokenPosition, ContextInit, IvlpConfig, MapleConfig, PromptLearnerConfig};
+use burn::optim::{AdamConfig, ModuleOptimizer, SgdConfig};
+use calibra_models::clip::{
+    ClassTokenPosition, ContextInit, HicroplConfig, IvlpConfig, MapleConfig, PromptLearnerConfig,
+};
 use serde::{Deserialize, Serialize};
 
 use super::error::CoopError;
@@ -63,6 +65,27 @@ pub enum CoopMethod {
         /// Its standard deviation (`GPA_STD`, reference 1).
         gpa_std: f64,
     },
+    /// HiCroPL (hierarchical cross-modal prompt learning, 2025; `zzeoZheng/HiCroPL
+    /// trainers/hicropl.py`): `n_ctx` prompts in the first `depth` blocks of both towers, re-mapped
+    /// before every forward pass — the text prompts of blocks `0..cross_layer` map into the vision
+    /// prompts of those blocks, the vision prompts of blocks `cross_layer..depth` into the text
+    /// prompts of those — through attention mappers and per-layer knowledge proxies
+    /// ([`calibra_models::clip::HicroplPromptLearner`]). Prompted features are fused with the frozen
+    /// ones, and the objective adds `λ · (2 − mean cos(text, teacher) − mean cos(image, frozen))`.
+    /// Trains with Adam (betas 0.9 / 0.999, `adam_eps`; [`CoopConfig::momentum`] is not used).
+    /// Reference values: `configs/trainers/HiCroPL/vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml`.
+    #[serde(rename = "hicropl")]
+    HiCroPL {
+        /// Prompt depth in both towers (`PROMPT_DEPTH`, reference 12).
+        depth: usize,
+        /// Blocks `0..cross_layer` map text → vision, the rest vision → text (`CROSS_LAYER`,
+        /// reference 6); in `1..depth`.
+        cross_layer: usize,
+        /// Weight of the distillation term (`LAMBD`, reference 12).
+        lambda: f64,
+        /// Adam's epsilon (`OPTIM.EPS`, reference 1e-3; the repository's Dassl passes it to Adam).
+        adam_eps: f64,
+    },
 }
 
 impl CoopMethod {
@@ -79,12 +102,15 @@ impl CoopMethod {
         gpa_mean: 15.0,
         gpa_std: 1.0,
     };
+    /// HiCroPL with its few-shot reference values (depth 12, cross layer 6, λ 12, Adam eps 1e-3).
+    pub const HICROPL_DEFAULT: CoopMethod =
+        CoopMethod::HiCroPL { depth: 12, cross_layer: 6, lambda: 12.0, adam_eps: 1e-3 };
     /// KgCoOp with the reference weight λ = 8 (spec §E2).
     pub const KGCOOP_DEFAULT: CoopMethod = CoopMethod::KgCoop { lambda: 8.0 };
     /// ProGrad with the reference λ = 1, T = 1 (spec §E3).
     pub const PROGRAD_DEFAULT: CoopMethod = CoopMethod::ProGrad { lambda: 1.0, temperature: 1.0 };
 
-    /// A short name: `coop`, `kgcoop`, `prograd`, `maple`.
+    /// A short name: `coop`, `kgcoop`, `prograd`, `maple`, `promptsrc`, `hicropl`.
     pub fn name(&self) -> &'static str {
         match self {
             CoopMethod::Coop => "coop",
@@ -92,6 +118,7 @@ impl CoopMethod {
             CoopMethod::ProGrad { .. } => "prograd",
             CoopMethod::Maple { .. } => "maple",
             CoopMethod::PromptSrc { .. } => "promptsrc",
+            CoopMethod::HiCroPL { .. } => "hicropl",
         }
     }
 
@@ -103,7 +130,7 @@ impl CoopMethod {
     /// Whether the method prompts the image tower too, so that it trains on images rather than on
     /// cached image features ([`crate::coop::train_maple`]).
     pub fn prompts_images(&self) -> bool {
-        matches!(self, CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. })
+        matches!(self, CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. } | CoopMethod::HiCroPL { .. })
     }
 }
 
@@ -251,6 +278,20 @@ impl CoopConfig {
                     )));
                 }
             }
+            CoopMethod::HiCroPL { depth, cross_layer, lambda, adam_eps } => {
+                if depth < 2 || cross_layer == 0 || cross_layer >= depth {
+                    return Err(CoopError::Config(format!(
+                        "HiCroPL needs depth >= 2 and cross_layer in 1..depth (both mapping directions \
+                         need a block), got depth {depth}, cross_layer {cross_layer}"
+                    )));
+                }
+                finite_at_least("HiCroPL lambda", lambda, 0.0)?;
+                if !(adam_eps.is_finite() && adam_eps > 0.0) {
+                    return Err(CoopError::Config(format!(
+                        "HiCroPL adam_eps must be a positive number, got {adam_eps}"
+                    )));
+                }
+            }
         }
         if self.method.prompts_images() && (self.csc || self.class_position != ClassTokenPosition::End) {
             return Err(CoopError::Config(format!(
@@ -261,8 +302,8 @@ impl CoopConfig {
         }
         if self.augment != Augment::None && !self.method.prompts_images() {
             return Err(CoopError::Config(format!(
-                "augment \"{}\" applies to MaPLe and PromptSRC, which train on images; {} trains on cached \
-                 image features",
+                "augment \"{}\" applies to MaPLe, PromptSRC and HiCroPL, which train on images; {} trains \
+                 on cached image features",
                 self.augment.name(),
                 self.method.name()
             )));
@@ -291,8 +332,26 @@ impl CoopConfig {
         }
     }
 
-    /// The run's optimiser: SGD with momentum (dampening 0, no Nesterov) and weight decay added to
-    /// the gradient, as `torch.optim.SGD` (Dassl's `sgd`).
+    /// The run's optimiser: [`Self::sgd`], or for HiCroPL Adam (betas 0.9 / 0.999, its
+    /// `adam_eps`) with the weight decay added to the gradient, as `torch.optim.Adam` (Dassl's `adam`).
+    pub(crate) fn optimizer(&self) -> ModuleOptimizer {
+        match self.method {
+            CoopMethod::HiCroPL { adam_eps, .. } => {
+                let decay =
+                    (self.weight_decay > 0.0).then(|| WeightDecayConfig::new(self.weight_decay as f32));
+                AdamConfig::new()
+                    .with_beta_1(0.9)
+                    .with_beta_2(0.999)
+                    .with_epsilon(adam_eps as f32)
+                    .with_weight_decay(decay)
+                    .init()
+            }
+            _ => self.sgd(),
+        }
+    }
+
+    /// SGD with momentum (dampening 0, no Nesterov) and weight decay added to the gradient, as
+    /// `torch.optim.SGD` (Dassl's `sgd`).
     pub(crate) fn sgd(&self) -> ModuleOptimizer {
         let momentum = (self.momentum > 0.0).then(|| {
             MomentumConfig::new().with_momentum(self.momentum).with_dampening(0.0).with_nesterov(false)
@@ -314,6 +373,37 @@ impl CoopConfig {
             method: CoopMethod::PROMPTSRC_DEFAULT,
             ..CoopConfig::default()
         }
+    }
+
+    /// HiCroPL's few-shot reference run (`configs/trainers/HiCroPL/vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml`
+    /// with the repository's Dassl): 16 context tokens (more than 4, so the phrase "a photo of a" is
+    /// not used and the context starts random, as the reference), [`CoopMethod::HICROPL_DEFAULT`],
+    /// Adam lr 0.0025, weight decay 5e-4, batch 32, 50 epochs, 1 warm-up epoch at 1e-5.
+    pub fn hicropl_reference() -> Self {
+        CoopConfig {
+            n_ctx: 16,
+            ctx_init: Some("a photo of a".into()),
+            epochs: 50,
+            batch_size: 32,
+            lr: 0.0025,
+            method: CoopMethod::HICROPL_DEFAULT,
+            ..CoopConfig::default()
+        }
+    }
+
+    /// The HiCroPL learner config of a HiCroPL run (`None` for the other methods).
+    pub fn hicropl_learner(&self) -> Option<HicroplConfig> {
+        let CoopMethod::HiCroPL { depth, cross_layer, .. } = self.method else {
+            return None;
+        };
+        Some(
+            HicroplConfig::new()
+                .with_n_ctx(self.n_ctx)
+                .with_depth(depth)
+                .with_cross_layer(cross_layer)
+                .with_ctx_init(self.ctx_init.clone())
+                .with_seed(self.seed),
+        )
     }
 
     /// The IVLP learner config of a PromptSRC run (`None` for the other methods).

@@ -1,11 +1,11 @@
-//! The training loop of the prompt methods that prompt the image tower too (MaPLe, PromptSRC): the
+//! The training loop of the prompt methods that prompt the image tower too (MaPLe, PromptSRC, HiCroPL): the
 //! prompts train, both CLIP towers stay frozen, and the image tower runs every step on a batch of
 //! images (its prompts change the image features), so these methods train on images, not on cached
 //! features as CoOp does.
 //!
 //! What differs between the methods is the learner ([`PromptedLearner`]) and the objective of a
 //! batch, with an optional per-epoch aggregate of the parameters ([`ImagePromptObjective`]). The
-//! rest is shared: SGD-momentum with Dassl's constant-warmup cosine (constant within an epoch), the
+//! rest is shared: the run's optimiser ([`CoopConfig`]: SGD-momentum, Adam for HiCroPL) with Dassl's constant-warmup cosine (constant within an epoch), the
 //! batch order [`crate::training_loop::epoch_order`], the optional train-time augmentation of
 //! [`CoopConfig::augment`] (crop + flip per image, seeded by the run seed, epoch and training row, as
 //! fine-tuning augments), and crash-safe checkpoints (a resumed run ends with the same prompts).
@@ -56,6 +56,11 @@ pub trait PromptedLearner: Module + Clone + std::fmt::Debug {
     fn trainable(self) -> Self;
     /// The global L2 norm of the gradients of every parameter.
     fn grad_norm(&self, grads: &GradientsParams) -> f64;
+    /// The learner a step's forward pass runs with (HiCroPL re-maps its prompts here; the others
+    /// are unchanged).
+    fn before_forward(self) -> Self {
+        self
+    }
 }
 
 /// `p` as a trainable parameter: its value on the autodiff view of its device (for
@@ -151,7 +156,7 @@ where
     let total_steps = steps_per_epoch * config.epochs;
     let schedule =
         ConstantWarmupCosine::new(config.lr, config.epochs, config.warmup_epochs, config.warmup_lr)?;
-    let mut optimizer = config.sgd();
+    let mut optimizer = config.optimizer();
     let mut learner = learner.trainable();
     let mut start = 0;
     let mut losses = Vec::with_capacity(total_steps);
@@ -223,6 +228,7 @@ impl<L: PromptedLearner, O: ImagePromptObjective<L>> TrainingSteps for ImageProm
             images = Tensor::<4>::from_data(TensorData::new(pixels, [b, c, h, w]), &device);
         }
         let batch_labels: Vec<usize> = indices.iter().map(|&i| self.run.labels[i]).collect();
+        let learner = learner.before_forward();
         let value = self.objective.objective(&learner, self.run.model, images, &batch_labels)?;
         let loss_value = finite_value(&value).map_err(|e| at_step(e, step + 1, total_steps))?;
         let grads = GradientsParams::from_grads(value.backward(), &learner);

@@ -385,7 +385,7 @@ impl TrainingSteps for PromptSteps<'_> {
                 }
                 (v, grads)
             }
-            CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. } => {
+            CoopMethod::Maple { .. } | CoopMethod::PromptSrc { .. } | CoopMethod::HiCroPL { .. } => {
                 return Err(CoopError::Config(format!(
                     "{} trains on images: use train_{0}",
                     self.config.method.name()
