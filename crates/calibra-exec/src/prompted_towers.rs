@@ -1,4 +1,4 @@
-//! MaPLe and PromptSRC fits on a CLIP-style checkpoint: unlike CoOp, these methods prompt the image
+//! MaPLe, PromptSRC and HiCroPL fits on a CLIP-style checkpoint: unlike CoOp, these methods prompt the image
 //! tower too, so their fits train on images and predict through their own prompted image tower;
 //! nothing is shared through the store's image-feature cache (those features are the unprompted
 //! tower's).
@@ -17,10 +17,12 @@ use calibra_crs::Condition;
 use calibra_data::Split;
 use calibra_models::ModelError;
 use calibra_models::clip::{
-    ClipModel, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier, l2_normalize,
+    ClipModel, HicroplPromptLearner, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier, l2_normalize,
 };
 use calibra_run::{ExecError, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
-use calibra_train::coop::{CoopConfig, CoopError, CoopMethod, PromptImages, train_maple, train_promptsrc};
+use calibra_train::coop::{
+    CoopConfig, CoopError, CoopMethod, PromptImages, train_hicropl, train_maple, train_promptsrc,
+};
 use calibra_train::features::{PreparedPass, readable_image_batch};
 use calibra_train::losses::Loss;
 use calibra_train::train_images::UnreadableImage;
@@ -32,10 +34,13 @@ use crate::epoch_log::EpochLog;
 use crate::prompts::prompt_classnames;
 use crate::zero_shot_model::ImageTower;
 
-/// Trained prompts of either method.
+/// Trained prompts of one of the methods.
 enum TrainedPrompts {
     Maple(MaplePromptLearner),
     PromptSrc(IvlpPromptLearner),
+    /// HiCroPL's features are fused with the frozen towers' (the text with its teacher features,
+    /// the image with the frozen image features).
+    HiCroPL(HicroplPromptLearner),
 }
 
 impl TrainedPrompts {
@@ -43,6 +48,7 @@ impl TrainedPrompts {
         match self {
             TrainedPrompts::Maple(l) => l.text_features(model),
             TrainedPrompts::PromptSrc(l) => l.text_features(model),
+            TrainedPrompts::HiCroPL(l) => l.text_features(model),
         }
     }
 }
@@ -58,6 +64,7 @@ impl ImageTower for PromptedImageTower {
         match &self.prompts {
             TrainedPrompts::Maple(l) => l.image_features(&self.model, images),
             TrainedPrompts::PromptSrc(l) => l.image_features(&self.model, images),
+            TrainedPrompts::HiCroPL(l) => l.image_features(&self.model, images),
         }
     }
 }
@@ -130,6 +137,21 @@ pub(crate) fn fit<'a>(
                 &mut |s| log.step(s, ctx),
             )?;
             (TrainedPrompts::PromptSrc(out.learner), out.resumed_from)
+        }
+        CoopMethod::HiCroPL { .. } => {
+            let out = train_hicropl(
+                &model,
+                &tokenizer,
+                &classnames,
+                &mut images,
+                &labels,
+                loss,
+                config,
+                device,
+                Some(&checkpoint_dir),
+                &mut |s| log.step(s, ctx),
+            )?;
+            (TrainedPrompts::HiCroPL(out.learner), out.resumed_from)
         }
         _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
     };
