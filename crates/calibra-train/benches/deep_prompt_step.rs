@@ -1,16 +1,17 @@
-//! One MaPLe or PromptSRC training step on burn's flex CPU backend (issue #25 "Speed"): a ViT-B/16
+//! One MaPLe, PromptSRC or HiCroPL training step on burn's flex CPU backend (issue #25 "Speed"): a ViT-B/16
 //! CLIP with random weights (vision width 768, 12 blocks, 224 px; text width 512, 12 blocks,
 //! projection 512), batch 32 of 224-px images, K = 5 classes, the reference settings (MaPLe: 2
 //! context tokens, depth 9; PromptSRC: 4 + 4 tokens, depth 9 in both towers, its regularisers; SGD
-//! momentum 0.9). Each step runs both prompted towers forward and back (PromptSRC also the frozen
-//! image tower), so it costs about what a LoRA step through both towers does.
+//! momentum 0.9; HiCroPL: 16 tokens, depth 12, cross layer 6, the mapping before the step, Adam).
+//! Each step runs both prompted towers forward and back (PromptSRC and HiCroPL also the frozen image
+//! tower), so it costs about what a LoRA step through both towers does.
 //!
 //! Prints the median step time and images/s per method; compare with
 //! `benches/peers/deep_prompt_step_peer.py` (PyTorch CPU, same shapes, `torch.set_num_threads(2)`):
 //! `python3 benches/peers/harness.py deep-prompt-step` does both, interleaved. Not run in CI; run
 //! alone with `cargo bench -p calibra-train --bench deep_prompt_step`. Env: `DEEP_PROMPT_BENCH_STEPS`
 //! (default 3; the first step is a warm-up and not counted), `DEEP_PROMPT_BENCH_METHODS` (default
-//! `maple,promptsrc`).
+//! `maple,promptsrc`; add `hicropl`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -19,7 +20,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use calibra_models::clip::{ClipConfig, ClipModel, ClipTextConfig, ClipVisionConfig, EotPooling};
 use calibra_models::tokenizer::ClipTokenizer;
 use calibra_train::build_loss;
-use calibra_train::coop::{CoopConfig, CoopError, PromptImages, train_maple, train_promptsrc};
+use calibra_train::coop::{CoopConfig, CoopError, PromptImages, train_hicropl, train_maple, train_promptsrc};
 
 const BATCH: usize = 32;
 const SIDE: usize = 224;
@@ -52,7 +53,8 @@ fn main() {
         let base = match method {
             "maple" => CoopConfig::maple_reference(),
             "promptsrc" => CoopConfig::promptsrc_reference(),
-            other => panic!("DEEP_PROMPT_BENCH_METHODS: unknown method {other:?} (maple, promptsrc)"),
+            "hicropl" => CoopConfig::hicropl_reference(),
+            other => panic!("DEEP_PROMPT_BENCH_METHODS: unknown method {other:?} (maple, promptsrc, hicropl)"),
         };
         // One full batch per epoch: `steps` epochs = `steps` optimiser steps.
         let config = CoopConfig { epochs: steps, batch_size: BATCH, ..base };
@@ -71,10 +73,12 @@ fn main() {
                 train_maple(model, tok, names, &mut batches, y, l, &config, &device, None, &mut progress)
                     .map(|_| ())
             }
-            _ => {
+            "promptsrc" => {
                 train_promptsrc(model, tok, names, &mut batches, y, l, &config, &device, None, &mut progress)
                     .map(|_| ())
             }
+            _ => train_hicropl(model, tok, names, &mut batches, y, l, &config, &device, None, &mut progress)
+                .map(|_| ()),
         }
         .expect("the step runs");
         let mut times: Vec<f64> = stamps.windows(2).skip(1).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
