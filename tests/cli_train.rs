@@ -239,7 +239,14 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
     let maple = print(&["--method", "maple", "--maple-depth", "3"]);
     assert!(maple.contains("methods = [\"maple\"]") && maple.contains("maple_depth = 3"), "{maple}");
     assert!(!print(&[]).contains("methods"));
-    // Methods of issue #25 not implemented yet are refused with a message that says so.
+    let hi = print(&["--method", "hicropl", "--hicropl-depth", "3", "--hicropl-cross-layer", "2"]);
+    assert!(
+        hi.contains("methods = [\"hicropl\"]")
+            && hi.contains("hicropl_depth = 3")
+            && hi.contains("hicropl_cross_layer = 2"),
+        "{hi}"
+    );
+    // An unknown method is refused with the list of the methods.
     let out = calibra(&[
         "train",
         "--encoder",
@@ -249,14 +256,58 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
         "--regime",
         "coop",
         "--method",
-        "hicropl",
+        "hicorpl",
         "--out",
         "o",
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("not implemented yet") && err.contains("coop, kgcoop, prograd, maple, promptsrc"),
+        err.contains("unknown CoOp method `hicorpl`")
+            && err.contains("coop, kgcoop, prograd, maple, promptsrc, hicropl"),
         "{err}"
     );
+}
+
+/// `calibra train --regime coop --method hicropl` (issue #25) on the shipped tiny CLIP, whose towers
+/// have 3 blocks (so depth 3, cross layer 2): the fit trains on images and its records carry
+/// `hicropl+ce`.
+#[test]
+fn hicropl_trains_from_the_cli_on_the_shipped_tiny_clip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = Path::new(env!("CARGO_MANIFEST_DIR")).join("checkpoints/tiny-clip");
+    let store = tmp.path().join("hicropl");
+    let out = calibra(&[
+        "train",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        DATA,
+        "--regime",
+        "coop",
+        "--method",
+        "hicropl",
+        "--hicropl-depth",
+        "3",
+        "--hicropl-cross-layer",
+        "2",
+        "--hicropl-n-ctx",
+        "4",
+        "--epochs",
+        "2",
+        "--calibrators",
+        "none",
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (records[0]["regime"].as_str(), records[0]["probe"].as_str()),
+        (Some("coop"), Some("hicropl+ce"))
+    );
+    let accuracy = records[0]["metrics"]["accuracy"].as_f64().unwrap();
+    assert!(accuracy.is_finite() && (0.0..=1.0).contains(&accuracy), "{accuracy}");
 }

@@ -2,8 +2,9 @@
 //! fine-tuning or CoOp) over the given label fractions and seeds, writing a run store exactly as
 //! `calibra run` does: run records, predictions for the clean test split, each perturbation and each
 //! shift target, post-hoc calibrators, and the fitted model under `fits/<key>/` (LoRA: a PEFT adapter
-//! directory; CoOp: `--method coop|kgcoop|prograd`). It is a one-encoder recipe built from the flags (`--print-recipe` shows it), so the
-//! store resumes after a kill (`--resume`) and `calibra report DIR` / `calibra eval DIR` read it.
+//! directory; CoOp: `--method coop|kgcoop|prograd|maple|promptsrc|hicropl`). It is a one-encoder
+//! recipe built from the flags (`--print-recipe` shows it), so the store resumes after a kill
+//! (`--resume`) and `calibra report DIR` / `calibra eval DIR` read it.
 
 use anyhow::Result;
 use calibra_run::execute::ExecuteOptions;
@@ -23,12 +24,12 @@ pub enum TrainRegime {
     /// Every encoder weight + a linear head.
     Full,
     /// Prompt context vectors of a CLIP-style or SigLIP encoder (image and text towers frozen;
-    /// MaPLe and PromptSRC: CLIP only).
+    /// MaPLe, PromptSRC and HiCroPL: CLIP only).
     Coop,
 }
 
-/// `--method`: one of the implemented prompt-learning methods, or the message recipe validation gives
-/// for any other name (for the methods of issue #25 still to come: that they are not implemented yet).
+/// `--method`: one of the prompt-learning methods, or the message recipe validation gives for any
+/// other name.
 fn parse_coop_method(s: &str) -> Result<String, String> {
     match calibra_run::names::coop_method_problem(s) {
         None => Ok(s.to_string()),
@@ -97,10 +98,10 @@ pub struct TrainArgs {
     /// images while memory holds B; default 1).
     #[arg(long, value_name = "N")]
     pub accumulate: Option<u32>,
-    /// LoRA / full, and CoOp with --method maple or promptsrc (which train on images): train-time
-    /// augmentation, `none` (default) or `crop-flip` (torchvision's RandomResizedCrop +
-    /// RandomHorizontalFlip defaults, drawn per image and epoch; MaPLe's and PromptSRC's references
-    /// train with these two).
+    /// LoRA / full, and CoOp with --method maple, promptsrc or hicropl (which train on images):
+    /// train-time augmentation, `none` (default) or `crop-flip` (torchvision's RandomResizedCrop +
+    /// RandomHorizontalFlip defaults, drawn per image and epoch; MaPLe's, PromptSRC's and HiCroPL's
+    /// references train with these two).
     #[arg(long, value_name = "NAME")]
     pub augment: Option<String>,
     /// LoRA rank.
@@ -132,11 +133,13 @@ pub struct TrainArgs {
     /// CoOp: the prompt-learning method [default: coop]: coop (CoOp, Zhou et al., IJCV 2022,
     /// `KaiyangZhou/CoOp`), kgcoop (KgCoOp, Yao et al., CVPR 2023, `htyao89/KgCoOp`), prograd
     /// (ProGrad, Zhu et al., ICCV 2023, `BeierZhu/Prompt-align`), maple (MaPLe, Khattak et al.,
-    /// CVPR 2023, `muzairkhattak/multimodal-prompt-learning`; prompts both towers, trains on images)
-    /// or promptsrc (PromptSRC, Khattak et al., ICCV 2023, `muzairkhattak/PromptSRC`; the same, with
-    /// self-regularisation and prompt aggregation). Records name it with the loss (`kgcoop+ce`,
-    /// `maple+mcm`; plain CoOp: the loss alone).
-    #[arg(long, value_name = "coop|kgcoop|prograd|maple|promptsrc", value_parser = parse_coop_method)]
+    /// CVPR 2023, `muzairkhattak/multimodal-prompt-learning`; prompts both towers, trains on images),
+    /// promptsrc (PromptSRC, Khattak et al., ICCV 2023, `muzairkhattak/PromptSRC`; the same, with
+    /// self-regularisation and prompt aggregation) or hicropl (HiCroPL, Zheng et al., ICCV 2025,
+    /// `zzeoZheng/HiCroPL`; prompts both towers mapped across them, distilled towards the frozen
+    /// model, trains on images with Adam). Records name it with the loss (`kgcoop+ce`, `maple+mcm`;
+    /// plain CoOp: the loss alone).
+    #[arg(long, value_name = "coop|kgcoop|prograd|maple|promptsrc|hicropl", value_parser = parse_coop_method)]
     pub method: Option<String>,
     /// KgCoOp's weight λ of the knowledge-guidance term [default: 8, the reference value of Yao et al.,
     /// CVPR 2023, `htyao89/KgCoOp`]. Needs --method kgcoop.
@@ -166,6 +169,25 @@ pub struct TrainArgs {
     /// text ones starting from --ctx-init, else "a photo of a". Needs --method promptsrc.
     #[arg(long, value_name = "N")]
     pub promptsrc_n_ctx: Option<u32>,
+    /// HiCroPL's prompt depth in both towers [default: 12, the reference value; in 2..=the blocks of
+    /// the model's smaller tower]. Its Adam epsilon is a recipe key (`--print-recipe`). Needs --method
+    /// hicropl.
+    #[arg(long, value_name = "J")]
+    pub hicropl_depth: Option<u32>,
+    /// HiCroPL's context tokens per layer in both towers [default: 16, the reference value]; at most
+    /// 4 start from --ctx-init, else "a photo of a", more start random (as the reference). Needs
+    /// --method hicropl.
+    #[arg(long, value_name = "N")]
+    pub hicropl_n_ctx: Option<u32>,
+    /// HiCroPL's cross layer: the blocks below it map text prompts into vision prompts, the others
+    /// vision into text [default: 6, the reference value; in 1..--hicropl-depth]. Needs --method
+    /// hicropl.
+    #[arg(long, value_name = "K")]
+    pub hicropl_cross_layer: Option<u32>,
+    /// HiCroPL's weight λ of the distillation towards the frozen model's features [default: 12, the
+    /// reference value]. Needs --method hicropl.
+    #[arg(long, value_name = "LAMBDA")]
+    pub hicropl_lambda: Option<f64>,
     /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
     /// vector, isotonic, dirichlet, ...).
     #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
@@ -236,6 +258,10 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         maple_n_ctx: args.maple_n_ctx,
         promptsrc_depth: args.promptsrc_depth,
         promptsrc_n_ctx: args.promptsrc_n_ctx,
+        hicropl_depth: args.hicropl_depth,
+        hicropl_n_ctx: args.hicropl_n_ctx,
+        hicropl_cross_layer: args.hicropl_cross_layer,
+        hicropl_lambda: args.hicropl_lambda,
         calibrators: args.calibrators.clone(),
         perturbations: args.perturbations.clone(),
         severities: args.severities.iter().map(|&s| u32::from(s)).collect(),
@@ -325,6 +351,20 @@ mod tests {
             ("kgcoop", vec!["--kgcoop-lambda", "4"]),
             ("prograd", vec!["--prograd-lambda", "0.5", "--prograd-temperature", "2"]),
             ("kgcoop", vec![]),
+            ("hicropl", vec![]),
+            (
+                "hicropl",
+                vec![
+                    "--hicropl-depth",
+                    "3",
+                    "--hicropl-cross-layer",
+                    "2",
+                    "--hicropl-n-ctx",
+                    "4",
+                    "--hicropl-lambda",
+                    "6",
+                ],
+            ),
         ] {
             let mut flags = base.to_vec();
             flags.extend(["--method", method]);
@@ -342,12 +382,16 @@ mod tests {
             recipe(&[&base[..], &["--method", "prograd", "--prograd-temperature", "2"]].concat()).unwrap();
         let c = c.regimes.coop.unwrap();
         assert_eq!((c.prograd_lambda, c.prograd_temperature), (None, Some(2.0)));
+        let flags = ["--method", "hicropl", "--hicropl-depth", "3", "--hicropl-cross-layer", "1"];
+        let c = recipe(&[&base[..], &flags].concat()).unwrap().regimes.coop.unwrap();
+        assert_eq!((c.hicropl_depth, c.hicropl_cross_layer, c.hicropl_n_ctx), (Some(3), Some(1), None));
+        assert_eq!((c.hicropl_lambda, c.hicropl_adam_eps), (None, None));
     }
 
     #[test]
     fn augment_reaches_the_image_prompt_methods_and_is_refused_for_coop() {
         let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o", "--regime", "coop"];
-        for method in ["maple", "promptsrc"] {
+        for method in ["maple", "promptsrc", "hicropl"] {
             let r = recipe(&[&base[..], &["--method", method, "--augment", "crop-flip"]].concat()).unwrap();
             assert_eq!(r.regimes.coop.unwrap().augment.as_deref(), Some("crop-flip"), "{method}");
         }
@@ -360,17 +404,27 @@ mod tests {
     }
 
     #[test]
-    fn unimplemented_or_misplaced_methods_are_refused() {
+    fn unknown_or_misplaced_methods_are_refused() {
         let base = ["--encoder", "e", "--data", "synth:derm", "--out", "o"];
-        for method in ["hicropl", "bogus"] {
-            let mut flags = base.to_vec();
-            flags.extend(["--regime", "coop", "--method", method]);
-            let e = recipe(&flags).unwrap_err().to_string();
-            assert!(e.contains("--method") && e.contains("coop, kgcoop, prograd, maple, promptsrc"), "{e}");
-            assert_eq!(e.contains("not implemented yet"), method != "bogus", "{e}");
-        }
-        // MaPLe's and PromptSRC's flags need their method.
-        for (flag, method) in [("--maple-depth", "promptsrc"), ("--promptsrc-n-ctx", "maple")] {
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--method", "bogus"]);
+        let e = recipe(&flags).unwrap_err().to_string();
+        assert!(
+            e.contains("--method")
+                && e.contains("unknown CoOp method `bogus`")
+                && e.contains("coop, kgcoop, prograd, maple, promptsrc, hicropl"),
+            "{e}"
+        );
+        // MaPLe's, PromptSRC's and HiCroPL's flags need their method.
+        for (flag, method) in [
+            ("--maple-depth", "promptsrc"),
+            ("--promptsrc-n-ctx", "maple"),
+            ("--promptsrc-depth", "hicropl"),
+            ("--hicropl-depth", "promptsrc"),
+            ("--hicropl-n-ctx", "maple"),
+            ("--hicropl-cross-layer", "coop"),
+            ("--hicropl-lambda", "kgcoop"),
+        ] {
             let mut flags = base.to_vec();
             flags.extend(["--regime", "coop", "--method", method, flag, "3"]);
             let e = recipe(&flags).unwrap_err().to_string();
@@ -392,6 +446,15 @@ mod tests {
         flags.extend(["--regime", "coop", "--method", "prograd", "--prograd-temperature", "0"]);
         let e = format!("{:#}", recipe(&flags).unwrap_err());
         assert!(e.contains("prograd_temperature") && e.contains("positive"), "{e}");
+        // HiCroPL's depth 3 (the tiny CLIP's blocks) needs a cross layer below it: 6 is the default.
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--method", "hicropl", "--hicropl-depth", "3"]);
+        let e = format!("{:#}", recipe(&flags).unwrap_err());
+        assert!(e.contains("hicropl_depth") && e.contains("cross layer 6 (the default)"), "{e}");
+        let mut flags = base.to_vec();
+        flags.extend(["--regime", "coop", "--method", "hicropl", "--hicropl-lambda=-1"]);
+        let e = format!("{:#}", recipe(&flags).unwrap_err());
+        assert!(e.contains("hicropl_lambda") && e.contains("a finite number >= 0"), "{e}");
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn single_label_dataset(
 }
 
 /// Why prompt learning refuses the checkpoint in `dir`, if it does: a method that prompts the image
-/// tower (MaPLe, PromptSRC: implemented for CLIP's own ViT only) on a SigLIP model or on a
+/// tower (MaPLe, PromptSRC, HiCroPL: implemented for CLIP's own ViT only) on a SigLIP model or on a
 /// BiomedCLIP-style checkpoint (timm trunk + BERT text tower).
 pub fn prompt_learning_refusal(
     encoder_name: &str,
@@ -64,6 +64,7 @@ pub fn prompt_learning_refusal(
     let method = match method {
         "maple" => "MaPLe",
         "promptsrc" => "PromptSRC",
+        "hicropl" => "HiCroPL",
         other => other,
     };
     Some(format!(
@@ -95,7 +96,7 @@ pub fn load_prompt_model(
 }
 
 /// Loads the CLIP checkpoint of `fit`'s encoder and its dataset, which must be single-label, for
-/// `method` (MaPLe, PromptSRC: methods that prompt CLIP's image tower too).
+/// `method` (MaPLe, PromptSRC, HiCroPL: methods that prompt CLIP's image tower too).
 pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, method: &str) -> Result<ClipParts, ExecError> {
     let dataset = single_label_dataset(executor, fit, &format!("{method} needs"))?;
     let checkpoint = resolve_checkpoint(&fit.config.encoder.spec)?;

@@ -36,8 +36,9 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
     else {
         return Err("not a CoOp fit".into());
     };
-    // MaPLe and PromptSRC start from their reference runs (batch 4, their own context sizes, "a
-    // photo of a").
+    // MaPLe, PromptSRC and HiCroPL start from their reference runs (their batch sizes, 4 / 4 / 32,
+    // their own context sizes, "a photo of a"; HiCroPL's Adam, weight decay and warm-up), the recipe
+    // setting epochs and lr.
     let (base, n_ctx, ctx_init) = match method {
         PromptMethod::Maple { n_ctx: own, .. } => {
             let base = CoopConfig::maple_reference();
@@ -46,6 +47,11 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
         }
         PromptMethod::PromptSrc { n_ctx: own, .. } => {
             let base = CoopConfig::promptsrc_reference();
+            let init = ctx_init.clone().or_else(|| base.ctx_init.clone());
+            (base, *own, init)
+        }
+        PromptMethod::HiCroPL { n_ctx: own, .. } => {
+            let base = CoopConfig::hicropl_reference();
             let init = ctx_init.clone().or_else(|| base.ctx_init.clone());
             (base, *own, init)
         }
@@ -86,12 +92,16 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
                 gpa_std,
             }
         }
+        PromptMethod::HiCroPL { depth, cross_layer, lambda, adam_eps, .. } => {
+            CoopMethod::HiCroPL { depth: depth as usize, cross_layer: cross_layer as usize, lambda, adam_eps }
+        }
     }
 }
 
-/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC) whose options and loss
-/// resolve, and whose encoder the method runs on (refused up front as the fit would refuse it, see
-/// [`prompt_learning_refusal`]: no BERT text tower; MaPLe and PromptSRC on CLIP only).
+/// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC, HiCroPL) whose options
+/// and loss resolve, and whose encoder the method runs on (refused up front as the fit would refuse
+/// it, see [`prompt_learning_refusal`]: no BERT text tower; MaPLe, PromptSRC and HiCroPL on CLIP
+/// only).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (config, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
@@ -183,7 +193,13 @@ fn select_rows(f: &ImageFeatures, rows: &[usize]) -> Result<Vec<f32>, ExecError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use calibra_run::recipe::{KGCOOP_DEFAULT_LAMBDA, PROGRAD_DEFAULT_LAMBDA, PROGRAD_DEFAULT_TEMPERATURE};
+    use calibra_run::recipe::{
+        HICROPL_DEFAULT_ADAM_EPS, HICROPL_DEFAULT_CROSS_LAYER, HICROPL_DEFAULT_DEPTH, HICROPL_DEFAULT_LAMBDA,
+        HICROPL_DEFAULT_N_CTX, KGCOOP_DEFAULT_LAMBDA, MAPLE_DEFAULT_DEPTH, MAPLE_DEFAULT_N_CTX,
+        PROGRAD_DEFAULT_LAMBDA, PROGRAD_DEFAULT_TEMPERATURE, PROMPTSRC_DEFAULT_DEPTH,
+        PROMPTSRC_DEFAULT_GPA_MEAN, PROMPTSRC_DEFAULT_GPA_STD, PROMPTSRC_DEFAULT_IMAGE_WEIGHT,
+        PROMPTSRC_DEFAULT_N_CTX, PROMPTSRC_DEFAULT_TEXT_WEIGHT,
+    };
 
     #[test]
     fn the_recipe_defaults_are_calibra_trains_reference_values() {
@@ -195,8 +211,76 @@ mod tests {
         };
         assert_eq!(coop_method(pg), CoopMethod::PROGRAD_DEFAULT);
         assert_eq!(coop_method(PromptMethod::Coop), CoopMethod::Coop);
-        for m in [PromptMethod::Coop, kg, pg] {
+        let maple = PromptMethod::Maple { depth: MAPLE_DEFAULT_DEPTH, n_ctx: MAPLE_DEFAULT_N_CTX };
+        assert_eq!(coop_method(maple), CoopMethod::MAPLE_DEFAULT);
+        let src = PromptMethod::PromptSrc {
+            depth: PROMPTSRC_DEFAULT_DEPTH,
+            n_ctx: PROMPTSRC_DEFAULT_N_CTX,
+            text_weight: PROMPTSRC_DEFAULT_TEXT_WEIGHT,
+            image_weight: PROMPTSRC_DEFAULT_IMAGE_WEIGHT,
+            gpa_mean: PROMPTSRC_DEFAULT_GPA_MEAN,
+            gpa_std: PROMPTSRC_DEFAULT_GPA_STD,
+        };
+        assert_eq!(coop_method(src), CoopMethod::PROMPTSRC_DEFAULT);
+        let hi = PromptMethod::HiCroPL {
+            depth: HICROPL_DEFAULT_DEPTH,
+            n_ctx: HICROPL_DEFAULT_N_CTX,
+            cross_layer: HICROPL_DEFAULT_CROSS_LAYER,
+            lambda: HICROPL_DEFAULT_LAMBDA,
+            adam_eps: HICROPL_DEFAULT_ADAM_EPS,
+        };
+        assert_eq!(coop_method(hi), CoopMethod::HICROPL_DEFAULT);
+        assert_eq!(CoopConfig::maple_reference().n_ctx, MAPLE_DEFAULT_N_CTX as usize);
+        assert_eq!(CoopConfig::promptsrc_reference().n_ctx, PROMPTSRC_DEFAULT_N_CTX as usize);
+        assert_eq!(CoopConfig::hicropl_reference().n_ctx, HICROPL_DEFAULT_N_CTX as usize);
+        for m in [PromptMethod::Coop, kg, pg, maple, src, hi] {
             assert_eq!(coop_method(m).name(), m.name());
         }
+    }
+
+    /// A HiCroPL fit of a recipe trains as HiCroPL's reference run (batch 32, Adam with weight decay
+    /// and warm-up) with the recipe's epochs, lr and hyper-parameters.
+    #[test]
+    fn a_hicropl_fit_starts_from_the_reference_run() {
+        let text = r#"seeds = [3]
+label_fractions = [1.0]
+calibrators = ["none"]
+
+[[encoders]]
+source = "hf:org/clip"
+
+[[datasets]]
+spec = "synth:derm?n=40"
+
+[regimes.coop]
+n_ctx = 4
+epochs = 7
+lr = 1e-3
+methods = ["hicropl"]
+hicropl_depth = 3
+hicropl_cross_layer = 2
+hicropl_lambda = 4.0
+
+[[losses]]
+name = "ce"
+"#;
+        let options = calibra_run::ValidationOptions { check_paths: false };
+        let recipe = calibra_run::Recipe::parse(text, "r.toml", options).unwrap();
+        let fits = calibra_run::expand(&recipe);
+        assert_eq!(fits.len(), 1);
+        let (config, _) = config_of(&fits[0]).unwrap();
+        let reference = CoopConfig::hicropl_reference();
+        assert_eq!(
+            config,
+            CoopConfig {
+                epochs: 7,
+                lr: 1e-3,
+                seed: 3,
+                checkpoint_every: 50,
+                method: CoopMethod::HiCroPL { depth: 3, cross_layer: 2, lambda: 4.0, adam_eps: 1e-3 },
+                ..reference
+            }
+        );
+        assert_eq!((config.n_ctx, config.batch_size), (16, 32), "HiCroPL's own context size, not n_ctx");
     }
 }

@@ -10,10 +10,10 @@
 //!   as the `calibra` binary resolves it (offline: `refs/<rev>`, else the only snapshot);
 //! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot, CoOp, KgCoOp and
 //!   ProGrad need a CLIP or SigLIP checkpoint ([`names::ZERO_SHOT_MODEL_TYPES`],
-//!   [`names::COOP_MODEL_TYPES`]), MaPLe and PromptSRC a CLIP ([`names::CLIP_MODEL_TYPES`]), LoRA a
-//!   family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]), with `targets` that wrap
-//!   at least one of its projections ([`names::lora_targets_match`]: `query`/`value` match nothing in
-//!   a timm ViT, whose attention is one fused `qkv`).
+//!   [`names::COOP_MODEL_TYPES`]), MaPLe, PromptSRC and HiCroPL a CLIP ([`names::CLIP_MODEL_TYPES`]),
+//!   LoRA a family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]), with `targets`
+//!   that wrap at least one of its projections ([`names::lora_targets_match`]: `query`/`value` match
+//!   nothing in a timm ViT, whose attention is one fused `qkv`).
 //!
 //! This crate does not depend on burn: it reads `config.json` as plain JSON. The resolution mirrors
 //! `calibra_models::hf::resolve` (the binary's tests keep the two in step).
@@ -247,8 +247,8 @@ pub(crate) fn check_encoders(
                 "lora" => "LoRA is implemented for",
                 "coop" => "CoOp needs a CLIP or SigLIP checkpoint (image and text towers):",
                 "coop-image-prompts" => {
-                    "MaPLe and PromptSRC (methods) prompt the image tower, which calibra implements for \
-                     CLIP only; they need"
+                    "MaPLe, PromptSRC and HiCroPL (methods) prompt the image tower, which calibra \
+                     implements for CLIP only; they need"
                 }
                 _ => "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers):",
             };
@@ -296,7 +296,7 @@ mod tests {
         "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
 
     /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot, CoOp, KgCoOp and
-    /// ProGrad; MaPLe and PromptSRC on it are refused by name.
+    /// ProGrad; MaPLe, PromptSRC and HiCroPL on it are refused by name.
     #[test]
     fn siglip_runs_zero_shot_and_coop_and_image_prompts_on_it_are_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
@@ -306,14 +306,18 @@ mod tests {
         assert!(problems(&recipe(&encoders, &format!("{LORA}{zs}")), dir.path()).is_empty());
         let coop = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"kgcoop\", \"prograd\"]\n";
         assert!(problems(&recipe(&encoders, coop), dir.path()).is_empty());
-        let maple = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"maple\"]\n";
-        let found = problems(&recipe(&encoders, maple), dir.path()).join("\n");
-        assert!(
-            found.contains("regimes.coop")
-                && found.contains("MaPLe and PromptSRC")
-                && found.contains("siglip"),
-            "{found}"
-        );
+        for method in ["maple", "promptsrc", "hicropl"] {
+            let coop = format!(
+                "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"{method}\"]\n"
+            );
+            let found = problems(&recipe(&encoders, &coop), dir.path()).join("\n");
+            assert!(
+                found.contains("regimes.coop")
+                    && found.contains("MaPLe, PromptSRC and HiCroPL")
+                    && found.contains("siglip"),
+                "{method}: {found}"
+            );
+        }
     }
 
     /// Issue 17: `query` / `value` wrap nothing in a timm ViT (one fused `qkv`), and `qkv` nothing in a

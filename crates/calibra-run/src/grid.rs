@@ -89,7 +89,7 @@ pub enum FitMethod {
         loss: LossConfig,
         #[serde(skip_serializing_if = "PromptMethod::is_coop")]
         method: PromptMethod,
-        /// Train-time augmentation (MaPLe, PromptSRC only; `none` for the others); in the key only
+        /// Train-time augmentation (MaPLe, PromptSRC, HiCroPL only; `none` for the others); in the key only
         /// when not `none`.
         #[serde(default = "no_augment", skip_serializing_if = "is_no_augment")]
         augment: String,
@@ -173,6 +173,39 @@ pub enum PromptMethod {
         #[serde(skip_serializing_if = "is_promptsrc_default_gpa_std")]
         gpa_std: f64,
     },
+    /// HiCroPL (Zheng et al., ICCV 2025): `n_ctx` prompts in the first `depth` blocks of both towers,
+    /// re-mapped across the towers before every step (text → vision below `cross_layer`, vision →
+    /// text from it on), prompted features fused with the frozen ones and distilled towards them
+    /// with weight `lambda`; trains on images with Adam (epsilon `adam_eps`).
+    #[serde(rename = "hicropl")]
+    HiCroPL {
+        #[serde(skip_serializing_if = "is_hicropl_default_depth")]
+        depth: u32,
+        #[serde(skip_serializing_if = "is_hicropl_default_n_ctx")]
+        n_ctx: u32,
+        #[serde(skip_serializing_if = "is_hicropl_default_cross_layer")]
+        cross_layer: u32,
+        #[serde(skip_serializing_if = "is_hicropl_default_lambda")]
+        lambda: f64,
+        #[serde(skip_serializing_if = "is_hicropl_default_adam_eps")]
+        adam_eps: f64,
+    },
+}
+
+fn is_hicropl_default_depth(v: &u32) -> bool {
+    *v == crate::recipe::HICROPL_DEFAULT_DEPTH
+}
+fn is_hicropl_default_n_ctx(v: &u32) -> bool {
+    *v == crate::recipe::HICROPL_DEFAULT_N_CTX
+}
+fn is_hicropl_default_cross_layer(v: &u32) -> bool {
+    *v == crate::recipe::HICROPL_DEFAULT_CROSS_LAYER
+}
+fn is_hicropl_default_lambda(v: &f64) -> bool {
+    *v == crate::recipe::HICROPL_DEFAULT_LAMBDA
+}
+fn is_hicropl_default_adam_eps(v: &f64) -> bool {
+    *v == crate::recipe::HICROPL_DEFAULT_ADAM_EPS
 }
 
 fn is_promptsrc_default_depth(v: &u32) -> bool {
@@ -212,7 +245,8 @@ fn is_prograd_default_temperature(v: &f64) -> bool {
 }
 
 impl PromptMethod {
-    /// `coop`, `kgcoop`, `prograd`, `maple` or `promptsrc` (the names of [`crate::names::COOP_METHODS`]).
+    /// `coop`, `kgcoop`, `prograd`, `maple`, `promptsrc` or `hicropl` (the names of
+    /// [`crate::names::COOP_METHODS`]).
     pub fn name(&self) -> &'static str {
         match self {
             PromptMethod::Coop => "coop",
@@ -220,6 +254,7 @@ impl PromptMethod {
             PromptMethod::ProGrad { .. } => "prograd",
             PromptMethod::Maple { .. } => "maple",
             PromptMethod::PromptSrc { .. } => "promptsrc",
+            PromptMethod::HiCroPL { .. } => "hicropl",
         }
     }
 
@@ -228,7 +263,7 @@ impl PromptMethod {
         matches!(self, PromptMethod::Coop)
     }
 
-    /// Whether the method prompts the image tower too and so trains on images (MaPLe, PromptSRC;
+    /// Whether the method prompts the image tower too and so trains on images (MaPLe, PromptSRC, HiCroPL;
     /// [`crate::names::IMAGE_PROMPT_METHODS`]).
     pub fn prompts_images(&self) -> bool {
         crate::names::IMAGE_PROMPT_METHODS.contains(&self.name())
@@ -246,12 +281,13 @@ impl PromptMethod {
 
     /// Tower passes per training step relative to CoOp (the cost model's factor): ProGrad
     /// back-propagates twice per step (the loss and the distillation loss), MaPLe through both the
-    /// text and the image tower, PromptSRC too plus a frozen image pass, the others once through the
-    /// text tower.
+    /// text and the image tower, PromptSRC and HiCroPL too plus a frozen image pass (HiCroPL's teacher
+    /// text features are computed once, like PromptSRC's, and its mapper, attention over a few dozen
+    /// prompt tokens, is negligible beside a tower), the others once through the text tower.
     pub fn passes_per_step(&self) -> f64 {
         match self {
             PromptMethod::ProGrad { .. } | PromptMethod::Maple { .. } => 2.0,
-            PromptMethod::PromptSrc { .. } => 3.0,
+            PromptMethod::PromptSrc { .. } | PromptMethod::HiCroPL { .. } => 3.0,
             _ => 1.0,
         }
     }

@@ -264,7 +264,7 @@ pub const CLIP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE];
 pub const COOP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "siglip"];
 
 /// Prompt-learning methods that prompt the image tower too (CLIP only, [`CLIP_MODEL_TYPES`]).
-pub const IMAGE_PROMPT_METHODS: &[&str] = &["maple", "promptsrc"];
+pub const IMAGE_PROMPT_METHODS: &[&str] = &["maple", "promptsrc", "hicropl"];
 
 /// `config.json` `model_type`s zero-shot classification supports: CLIP (softmax-trained logits), native
 /// OpenCLIP ([`OPEN_CLIP_MODEL_TYPE`], a CLIP) and SigLIP (`SiglipModel`, sigmoid-trained logits).
@@ -274,30 +274,16 @@ pub const ZERO_SHOT_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "sigl
 pub const COOP_CLASS_POSITIONS: &[&str] = &["end", "middle", "front"];
 
 /// Prompt-learning methods of `[regimes.coop] methods` (and `calibra train --method`): CoOp (Zhou
-/// et al., IJCV 2022), KgCoOp (Yao et al., CVPR 2023) and ProGrad (Zhu et al., ICCV 2023), as
-/// calibra-train's `CoopMethod` implements them.
-pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd", "maple", "promptsrc"];
+/// et al., IJCV 2022), KgCoOp (Yao et al., CVPR 2023), ProGrad (Zhu et al., ICCV 2023), MaPLe
+/// (Khattak et al., CVPR 2023), PromptSRC (Khattak et al., ICCV 2023) and HiCroPL (Zheng et al.,
+/// ICCV 2025), as calibra-train's `CoopMethod` implements them.
+pub const COOP_METHODS: &[&str] = &["coop", "kgcoop", "prograd", "maple", "promptsrc", "hicropl"];
 
-/// Prompt-learning methods of issue #25 that are not implemented yet: a recipe that asks for one is
-/// told so (and not that the name is unknown).
-pub const COOP_METHODS_NOT_IMPLEMENTED: &[&str] = &["hicropl"];
-
-/// Why `name` is not a prompt-learning method calibra runs (`None`: it is one of [`COOP_METHODS`]):
-/// one of issue #25's methods still to come, or an unknown name. The one message of recipe
-/// validation (`[regimes.coop] methods`) and `calibra train --method`.
+/// Why `name` is not a prompt-learning method calibra runs (`None`: it is one of [`COOP_METHODS`]).
+/// The one message of recipe validation (`[regimes.coop] methods`) and `calibra train --method`.
 pub fn coop_method_problem(name: &str) -> Option<String> {
-    if is_known(COOP_METHODS, name) {
-        return None;
-    }
-    let expected = COOP_METHODS.join(", ");
-    Some(if is_known(COOP_METHODS_NOT_IMPLEMENTED, name) {
-        format!(
-            "CoOp method `{name}` is not implemented yet (issue #25: HiCroPL is \
-             planned); implemented: {expected}"
-        )
-    } else {
-        format!("unknown CoOp method `{name}`; expected one of {expected}")
-    })
+    (!is_known(COOP_METHODS, name))
+        .then(|| format!("unknown CoOp method `{name}`; expected one of {}", COOP_METHODS.join(", ")))
 }
 
 /// Whether `name` is one of `list`.

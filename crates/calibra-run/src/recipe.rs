@@ -77,6 +77,17 @@
 //! promptsrc_image_weight = 10.0       # optional; weight of its image-feature L1 regulariser, default 10
 //! promptsrc_gpa_mean = 15.0           # optional; mean (in epochs) of its Gaussian prompt aggregation
 //! promptsrc_gpa_std = 1.0             # optional; its standard deviation (all: PromptSRC's reference)
+//! hicropl_depth = 12                  # optional; HiCroPL's prompt depth in both towers, default 12
+//!                                     # (in 2..=the blocks of the model's smaller tower)
+//! hicropl_n_ctx = 16                  # optional; its context tokens per layer in both towers, default
+//!                                     # 16; at most 4 start from ctx_init, else "a photo of a", more
+//!                                     # start random (as its reference)
+//! hicropl_cross_layer = 6             # optional; blocks below it map text → vision prompts, the rest
+//!                                     # vision → text; in 1..hicropl_depth, default 6
+//! hicropl_lambda = 12.0               # optional; weight of its distillation term, default 12
+//! hicropl_adam_eps = 1e-3             # optional; its Adam epsilon, default 1e-3 (all: HiCroPL's reference,
+//!                                     # zzeoZheng/HiCroPL configs/trainers/HiCroPL/
+//!                                     # vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -366,8 +377,8 @@ pub struct CoopRegime {
     pub epochs: u32,
     pub lr: f64,
     /// Prompt-learning methods, each its own fit ([`names::COOP_METHODS`]: `coop`, `kgcoop`,
-    /// `prograd`; default `["coop"]`, what every CoOp fit was before this key existed, so such recipes
-    /// keep their fit keys). See [`crate::grid::PromptMethod`].
+    /// `prograd`, `maple`, `promptsrc`, `hicropl`; default `["coop"]`, what every CoOp fit was before
+    /// this key existed, so such recipes keep their fit keys). See [`crate::grid::PromptMethod`].
     #[serde(default)]
     pub methods: Option<Vec<String>>,
     /// KgCoOp's weight λ of the knowledge-guidance term (default [`KGCOOP_DEFAULT_LAMBDA`]).
@@ -403,7 +414,24 @@ pub struct CoopRegime {
     /// Its standard deviation (default [`PROMPTSRC_DEFAULT_GPA_STD`]).
     #[serde(default)]
     pub promptsrc_gpa_std: Option<f64>,
-    /// Train-time augmentation of the methods that train on images (MaPLe, PromptSRC): `none`
+    /// HiCroPL's prompt depth in both towers (default [`HICROPL_DEFAULT_DEPTH`]).
+    #[serde(default)]
+    pub hicropl_depth: Option<u32>,
+    /// HiCroPL's context tokens per layer in both towers (default [`HICROPL_DEFAULT_N_CTX`]; `n_ctx`
+    /// is CoOp's).
+    #[serde(default)]
+    pub hicropl_n_ctx: Option<u32>,
+    /// HiCroPL's cross layer: blocks below it map text → vision, the others vision → text (default
+    /// [`HICROPL_DEFAULT_CROSS_LAYER`]).
+    #[serde(default)]
+    pub hicropl_cross_layer: Option<u32>,
+    /// Weight of HiCroPL's distillation term (default [`HICROPL_DEFAULT_LAMBDA`]).
+    #[serde(default)]
+    pub hicropl_lambda: Option<f64>,
+    /// HiCroPL's Adam epsilon (default [`HICROPL_DEFAULT_ADAM_EPS`]).
+    #[serde(default)]
+    pub hicropl_adam_eps: Option<f64>,
+    /// Train-time augmentation of the methods that train on images (MaPLe, PromptSRC, HiCroPL): `none`
     /// (default) or `crop-flip` (the references' random resized crop + flip; see calibra-train's
     /// `augment`). CoOp, KgCoOp and ProGrad train on cached image features and are not augmented.
     #[serde(default)]
@@ -460,6 +488,20 @@ pub const PROMPTSRC_DEFAULT_GPA_MEAN: f64 = 15.0;
 /// PromptSRC's reference standard deviation of the aggregation (`GPA_STD`).
 pub const PROMPTSRC_DEFAULT_GPA_STD: f64 = 1.0;
 
+/// HiCroPL's reference prompt depth of both towers (`PROMPT_DEPTH`, `zzeoZheng/HiCroPL
+/// configs/trainers/HiCroPL/vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml`), as calibra-train's
+/// `CoopMethod::HICROPL_DEFAULT`.
+pub const HICROPL_DEFAULT_DEPTH: u32 = 12;
+/// HiCroPL's reference context tokens per layer of both towers (`N_CTX`, same config), as
+/// calibra-train's `CoopConfig::hicropl_reference`.
+pub const HICROPL_DEFAULT_N_CTX: u32 = 16;
+/// HiCroPL's reference cross layer (`CROSS_LAYER`).
+pub const HICROPL_DEFAULT_CROSS_LAYER: u32 = 6;
+/// HiCroPL's reference weight of the distillation term (`LAMBD`).
+pub const HICROPL_DEFAULT_LAMBDA: f64 = 12.0;
+/// HiCroPL's reference Adam epsilon (`OPTIM.EPS`, which the repository's Dassl passes to Adam).
+pub const HICROPL_DEFAULT_ADAM_EPS: f64 = 1e-3;
+
 impl CoopRegime {
     /// The method names of the section (`methods`, else `["coop"]`).
     pub fn method_names(&self) -> Vec<String> {
@@ -492,6 +534,13 @@ impl CoopRegime {
                     image_weight: self.promptsrc_image_weight.unwrap_or(PROMPTSRC_DEFAULT_IMAGE_WEIGHT),
                     gpa_mean: self.promptsrc_gpa_mean.unwrap_or(PROMPTSRC_DEFAULT_GPA_MEAN),
                     gpa_std: self.promptsrc_gpa_std.unwrap_or(PROMPTSRC_DEFAULT_GPA_STD),
+                }),
+                "hicropl" => Some(PromptMethod::HiCroPL {
+                    depth: self.hicropl_depth.unwrap_or(HICROPL_DEFAULT_DEPTH),
+                    n_ctx: self.hicropl_n_ctx.unwrap_or(HICROPL_DEFAULT_N_CTX),
+                    cross_layer: self.hicropl_cross_layer.unwrap_or(HICROPL_DEFAULT_CROSS_LAYER),
+                    lambda: self.hicropl_lambda.unwrap_or(HICROPL_DEFAULT_LAMBDA),
+                    adam_eps: self.hicropl_adam_eps.unwrap_or(HICROPL_DEFAULT_ADAM_EPS),
                 }),
                 _ => None,
             })

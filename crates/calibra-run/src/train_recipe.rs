@@ -65,7 +65,8 @@ pub struct TrainPlan {
     pub ctx_init: Option<String>,
     pub csc: bool,
     pub class_position: String,
-    /// CoOp's prompt-learning method (`coop`, `kgcoop`, `prograd`; `None`: coop).
+    /// CoOp's prompt-learning method (`coop`, `kgcoop`, `prograd`, `maple`, `promptsrc`, `hicropl`;
+    /// `None`: coop).
     pub coop_method: Option<String>,
     /// KgCoOp's λ (`None`: the reference 8).
     pub kgcoop_lambda: Option<f64>,
@@ -81,6 +82,14 @@ pub struct TrainPlan {
     pub promptsrc_depth: Option<u32>,
     /// PromptSRC's context tokens per layer (`None`: the reference 4).
     pub promptsrc_n_ctx: Option<u32>,
+    /// HiCroPL's prompt depth (`None`: the reference 12).
+    pub hicropl_depth: Option<u32>,
+    /// HiCroPL's context tokens per layer (`None`: the reference 16).
+    pub hicropl_n_ctx: Option<u32>,
+    /// HiCroPL's cross layer (`None`: the reference 6).
+    pub hicropl_cross_layer: Option<u32>,
+    /// HiCroPL's distillation weight λ (`None`: the reference 12).
+    pub hicropl_lambda: Option<f64>,
     pub calibrators: Vec<String>,
     pub perturbations: Vec<String>,
     pub severities: Vec<u32>,
@@ -162,6 +171,11 @@ impl TrainPlan {
                     promptsrc_image_weight: None,
                     promptsrc_gpa_mean: None,
                     promptsrc_gpa_std: None,
+                    hicropl_depth: self.hicropl_depth,
+                    hicropl_n_ctx: self.hicropl_n_ctx,
+                    hicropl_cross_layer: self.hicropl_cross_layer,
+                    hicropl_lambda: self.hicropl_lambda,
+                    hicropl_adam_eps: None,
                     augment,
                     encoders: None,
                     datasets: None,
@@ -217,6 +231,10 @@ impl TrainPlan {
             ("--maple-n-ctx", self.maple_n_ctx.is_some(), Some("maple")),
             ("--promptsrc-depth", self.promptsrc_depth.is_some(), Some("promptsrc")),
             ("--promptsrc-n-ctx", self.promptsrc_n_ctx.is_some(), Some("promptsrc")),
+            ("--hicropl-depth", self.hicropl_depth.is_some(), Some("hicropl")),
+            ("--hicropl-n-ctx", self.hicropl_n_ctx.is_some(), Some("hicropl")),
+            ("--hicropl-cross-layer", self.hicropl_cross_layer.is_some(), Some("hicropl")),
+            ("--hicropl-lambda", self.hicropl_lambda.is_some(), Some("hicropl")),
         ];
         let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
         for (flag, _, applies_to) in given.into_iter().filter(|g| g.1) {
@@ -233,7 +251,8 @@ impl TrainPlan {
     }
 
     /// `--batch-size` / `--accumulate` apply to the fine-tuning regimes only, `--augment` to them
-    /// and to the prompt methods that train on images (`--regime coop --method maple|promptsrc`).
+    /// and to the prompt methods that train on images (`--regime coop --method
+    /// maple|promptsrc|hicropl`).
     fn batch_flags(&self) -> Result<(), RunError> {
         let given =
             [("--batch-size", self.batch_size.is_some()), ("--accumulate", self.accumulate.is_some())];
@@ -250,8 +269,8 @@ impl TrainPlan {
                 TrainedRegime::Coop if images => {}
                 TrainedRegime::Coop => {
                     return Err(flag_error(format!(
-                        "--augment applies to --regime coop only with --method maple or promptsrc (which \
-                         train on images); --method {method} trains on cached image features"
+                        "--augment applies to --regime coop only with --method maple, promptsrc or \
+                         hicropl (which train on images); --method {method} trains on cached image features"
                     )));
                 }
                 _ => return Err(flag_error("--augment applies to --regime lora, full and coop".into())),
@@ -339,6 +358,10 @@ mod tests {
             maple_n_ctx: None,
             promptsrc_depth: None,
             promptsrc_n_ctx: None,
+            hicropl_depth: None,
+            hicropl_n_ctx: None,
+            hicropl_cross_layer: None,
+            hicropl_lambda: None,
             calibrators: vec!["none".into(), "temperature".into()],
             perturbations: vec!["jpeg".into(), "contrast".into()],
             severities: vec![1, 2, 3],
@@ -430,6 +453,37 @@ seed = 3
         let mut p = plan(TrainedRegime::Full);
         p.coop_method = Some("kgcoop".into());
         assert!(p.recipe().unwrap_err().to_string().contains("--method applies to --regime coop"));
+    }
+
+    #[test]
+    fn hicropl_flags_reach_the_recipe_and_need_their_method() {
+        let options = ValidationOptions { check_paths: false };
+        let mut p = plan(TrainedRegime::Coop);
+        p.coop_method = Some("hicropl".into());
+        p.hicropl_depth = Some(3);
+        p.hicropl_n_ctx = Some(4);
+        p.hicropl_cross_layer = Some(2);
+        p.hicropl_lambda = Some(6.0);
+        let recipe = p.recipe().unwrap();
+        let text = recipe.to_toml().unwrap();
+        for line in [
+            "methods = [\"hicropl\"]",
+            "hicropl_depth = 3",
+            "hicropl_n_ctx = 4",
+            "hicropl_cross_layer = 2",
+            "hicropl_lambda = 6.0",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        let again = Recipe::parse(&text, "after", options).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(again, recipe);
+        assert!(crate::expand(&again).iter().all(|f| f.config.probe == "hicropl+mcm"));
+        p.coop_method = Some("promptsrc".into());
+        let e = p.recipe().unwrap_err().to_string();
+        assert!(e.contains("--hicropl-depth applies to --method hicropl, not --method promptsrc"), "{e}");
+        let p = TrainPlan { hicropl_lambda: Some(1.0), ..plan(TrainedRegime::Coop) };
+        let e = p.recipe().unwrap_err().to_string();
+        assert!(e.contains("--hicropl-lambda applies to --method hicropl, not --method coop"), "{e}");
     }
 
     #[test]

@@ -108,11 +108,11 @@ fn each_method_is_its_own_fit_with_its_own_probe() {
 /// the others' keys as they were.
 #[test]
 fn augment_is_in_the_image_methods_keys_only() {
-    let methods = "methods = [\"coop\", \"maple\", \"promptsrc\"]\n";
+    let methods = "methods = [\"coop\", \"maple\", \"promptsrc\", \"hicropl\"]\n";
     let plain = coop_fits(&with_coop(methods));
     let augmented = coop_fits(&with_coop(&format!("{methods}augment = \"crop-flip\"\n")));
     assert_eq!(plain.len(), augmented.len());
-    let n = plain.len() / 3;
+    let n = plain.len() / 4;
     assert_eq!(keys(&augmented[..n]), keys(&plain[..n]), "CoOp's fits are not augmented");
     for (a, p) in augmented[n..].iter().zip(&plain[n..]) {
         assert_ne!(a.key, p.key, "{}", a.config.probe);
@@ -120,6 +120,47 @@ fn augment_is_in_the_image_methods_keys_only() {
         assert_eq!(json["augment"], "crop-flip");
         assert!(serde_json::to_value(&p.config.method).unwrap().get("augment").is_none());
     }
+}
+
+/// HiCroPL (issue #25) is a method like the others: its own fits and probes, its reference values
+/// left out of the key, a changed value in it, and the dry run weighing it as PromptSRC.
+#[test]
+fn hicropl_is_accepted_and_keyed_apart() {
+    let plain = coop_fits(RECIPE);
+    let all = coop_fits(&with_coop("methods = [\"coop\", \"promptsrc\", \"hicropl\"]\n"));
+    assert_eq!(all.len(), 3 * plain.len());
+    assert_eq!(keys(&all[..8]), keys(&plain), "CoOp's fits keep their keys");
+    let probes: Vec<&str> = all.iter().step_by(4).map(|f| f.config.probe.as_str()).collect();
+    assert_eq!(probes, ["ce", "mcm", "promptsrc+ce", "promptsrc+mcm", "hicropl+ce", "hicropl+mcm"]);
+    let distinct: std::collections::BTreeSet<&FitKey> = all.iter().map(|f| &f.key).collect();
+    assert_eq!(distinct.len(), all.len());
+    let method_json = |f: &FitSpec| serde_json::to_value(&f.config.method).unwrap()["method"].clone();
+    assert_eq!(method_json(&all[16]), serde_json::json!({"name": "hicropl"}));
+    // The reference values spelled out are the defaults: same keys.
+    let explicit = coop_fits(&with_coop(
+        "methods = [\"hicropl\"]\nhicropl_depth = 12\nhicropl_n_ctx = 16\nhicropl_cross_layer = 6\n\
+         hicropl_lambda = 12.0\nhicropl_adam_eps = 1e-3\n",
+    ));
+    assert_eq!(keys(&explicit), keys(&all[16..]));
+    // A changed value enters the key (the tiny test CLIP has 3 blocks: depth 3, cross layer 2).
+    let tuned = coop_fits(&with_coop(
+        "methods = [\"coop\", \"promptsrc\", \"hicropl\"]\nhicropl_depth = 3\nhicropl_cross_layer = 2\n\
+         hicropl_n_ctx = 4\nhicropl_lambda = 8.0\nhicropl_adam_eps = 1e-8\n",
+    ));
+    assert_eq!(
+        method_json(&tuned[16]),
+        serde_json::json!({"name": "hicropl", "depth": 3, "n_ctx": 4, "cross_layer": 2, "lambda": 8.0,
+                           "adam_eps": 1e-8})
+    );
+    assert_eq!(keys(&tuned[..16]), keys(&all[..16]), "HiCroPL's settings leave the others' keys alone");
+    assert!(tuned[16..].iter().zip(&all[16..]).all(|(a, b)| a.key != b.key));
+    // The dry run counts a HiCroPL fit as a PromptSRC one: three tower passes per step.
+    let cost = |methods: &str| {
+        let recipe = parse(&with_coop(methods)).unwrap();
+        summarize(&recipe, &expand(&recipe)).per_regime["coop"].fit_passes
+    };
+    let (hicropl, promptsrc) = (cost("methods = [\"hicropl\"]\n"), cost("methods = [\"promptsrc\"]\n"));
+    assert!((hicropl / cost("") - 3.0).abs() < 1e-12 && (hicropl - promptsrc).abs() < 1e-9, "{hicropl}");
 }
 
 #[test]
@@ -147,7 +188,6 @@ fn the_dry_run_and_the_shards_count_every_method() {
 #[test]
 fn bad_methods_and_values_are_named_with_key_and_line() {
     let cases = [
-        ("methods = [\"coop\", \"hicropl\"]", "regimes.coop.methods[1]", "`hicropl` is not implemented yet"),
         (
             "methods = [\"maple\"]\npromptsrc_depth = 3",
             "regimes.coop.promptsrc_depth",
@@ -163,14 +203,68 @@ fn bad_methods_and_values_are_named_with_key_and_line() {
         (
             "methods = [\"coop\", \"kgcoop\"]\naugment = \"crop-flip\"",
             "regimes.coop.augment",
-            "applies to the methods that train on images (maple, promptsrc)",
+            "applies to the methods that train on images (maple, promptsrc, hicropl)",
         ),
         ("methods = [\"maple\"]\naugment = \"flip\"", "regimes.coop.augment", "unknown augment `flip`"),
-        ("methods = [\"hicropl\"]", "regimes.coop.methods[0]", "not implemented yet (issue #25"),
         (
             "methods = [\"kgcop\"]",
             "regimes.coop.methods[0]",
-            "unknown CoOp method `kgcop`; expected one of coop, kgcoop, prograd",
+            "unknown CoOp method `kgcop`; expected one of coop, kgcoop, prograd, maple, promptsrc, hicropl",
+        ),
+        (
+            "methods = [\"maple\"]\nhicropl_depth = 3",
+            "regimes.coop.hicropl_depth",
+            "applies to method `hicropl`",
+        ),
+        (
+            "methods = [\"coop\"]\nhicropl_adam_eps = 1e-8",
+            "regimes.coop.hicropl_adam_eps",
+            "applies to method `hicropl`",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_depth = 1",
+            "regimes.coop.hicropl_depth",
+            "prompt depth must be >= 2, got 1",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_n_ctx = 0",
+            "regimes.coop.hicropl_n_ctx",
+            "context tokens must be >= 1",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_cross_layer = 0",
+            "regimes.coop.hicropl_cross_layer",
+            "cross layer must be >= 1, got 0",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_depth = 3\nhicropl_cross_layer = 3",
+            "regimes.coop.hicropl_cross_layer",
+            "cross layer 3 must be less than its prompt depth 3",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_depth = 3",
+            "regimes.coop.hicropl_depth",
+            "cross layer 6 (the default) must be less than its prompt depth 3",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_cross_layer = 12",
+            "regimes.coop.hicropl_cross_layer",
+            "must be less than its prompt depth 12",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_lambda = -1.0",
+            "regimes.coop.hicropl_lambda",
+            "HiCroPL's λ -1 must be a finite number >= 0",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_adam_eps = 0.0",
+            "regimes.coop.hicropl_adam_eps",
+            "Adam epsilon 0 must be a positive number",
+        ),
+        (
+            "methods = [\"hicropl\"]\nhicropl_adam_eps = inf",
+            "regimes.coop.hicropl_adam_eps",
+            "must be a positive number",
         ),
         ("methods = [\"coop\", \"coop\"]", "regimes.coop.methods[1]", "listed twice"),
         ("methods = []", "regimes.coop.methods", "the list is empty"),

@@ -356,6 +356,8 @@ impl Recipe {
             ),
             ("promptsrc_gpa_mean", c.promptsrc_gpa_mean, "promptsrc", "PromptSRC's aggregation mean", false),
             ("promptsrc_gpa_std", c.promptsrc_gpa_std, "promptsrc", "PromptSRC's aggregation std", true),
+            ("hicropl_lambda", c.hicropl_lambda, "hicropl", "HiCroPL's λ", false),
+            ("hicropl_adam_eps", c.hicropl_adam_eps, "hicropl", "HiCroPL's Adam epsilon", true),
         ];
         for (key, value, method, what, strictly_positive) in params {
             let Some(v) = value else { continue };
@@ -394,16 +396,21 @@ impl Recipe {
                 );
             }
         }
+        // HiCroPL maps text → vision below its cross layer and vision → text from it on: both
+        // directions need a block, so its depth is at least 2.
         let counts = [
-            ("maple_depth", c.maple_depth, "maple", "MaPLe's prompt depth"),
-            ("maple_n_ctx", c.maple_n_ctx, "maple", "MaPLe's context tokens"),
-            ("promptsrc_depth", c.promptsrc_depth, "promptsrc", "PromptSRC's prompt depth"),
-            ("promptsrc_n_ctx", c.promptsrc_n_ctx, "promptsrc", "PromptSRC's context tokens"),
+            ("maple_depth", c.maple_depth, "maple", "MaPLe's prompt depth", 1),
+            ("maple_n_ctx", c.maple_n_ctx, "maple", "MaPLe's context tokens", 1),
+            ("promptsrc_depth", c.promptsrc_depth, "promptsrc", "PromptSRC's prompt depth", 1),
+            ("promptsrc_n_ctx", c.promptsrc_n_ctx, "promptsrc", "PromptSRC's context tokens", 1),
+            ("hicropl_depth", c.hicropl_depth, "hicropl", "HiCroPL's prompt depth", 2),
+            ("hicropl_n_ctx", c.hicropl_n_ctx, "hicropl", "HiCroPL's context tokens", 1),
+            ("hicropl_cross_layer", c.hicropl_cross_layer, "hicropl", "HiCroPL's cross layer", 1),
         ];
-        for (key, value, method, what) in counts {
+        for (key, value, method, what, min) in counts {
             let Some(v) = value else { continue };
-            if v == 0 {
-                problem(at.key(key), format!("{what} must be >= 1, got 0"));
+            if v < min {
+                problem(at.key(key), format!("{what} must be >= {min}, got {v}"));
             }
             if !listed(method) {
                 problem(
@@ -411,6 +418,25 @@ impl Recipe {
                     format!(
                         "`{key}` applies to method `{method}`, which `methods` does not list (methods: {})",
                         methods.join(", ")
+                    ),
+                );
+            }
+        }
+        // HiCroPL's cross layer splits its prompted blocks between the two mapping directions.
+        if listed("hicropl") {
+            let depth = c.hicropl_depth.unwrap_or(super::HICROPL_DEFAULT_DEPTH);
+            let cross = c.hicropl_cross_layer.unwrap_or(super::HICROPL_DEFAULT_CROSS_LAYER);
+            if depth >= 2 && cross >= depth {
+                let (key, default) = match c.hicropl_cross_layer {
+                    Some(_) => ("hicropl_cross_layer", ""),
+                    None => ("hicropl_depth", " (the default)"),
+                };
+                problem(
+                    at.key(key),
+                    format!(
+                        "HiCroPL's cross layer {cross}{default} must be less than its prompt depth {depth}: \
+                         blocks below it map text → vision prompts, the others vision → text, and each \
+                         direction needs a block; set hicropl_cross_layer in 1..{depth}"
                     ),
                 );
             }
