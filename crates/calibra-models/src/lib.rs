@@ -23,6 +23,7 @@ pub mod clip;
 pub mod resnet;
 pub mod sentencepiece;
 pub mod siglip;
+pub mod siglip_deep_prompts;
 pub mod siglip_model;
 pub mod siglip_text;
 pub mod siglip_tokenizer;

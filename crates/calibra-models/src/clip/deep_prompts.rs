@@ -14,16 +14,18 @@
 //! vision `shared` rows); the pooled rows (text EOT, vision class token) never move.
 //!
 //! [`ClassPrompts`] builds the first-layer class prompts the deep-prompt methods (MaPLe, PromptSRC's
-//! independent prompts) share: the reference code of both builds them the same way.
+//! independent prompts, HiCroPL) share: the reference code of each builds them the same way. The
+//! same layout on SigLIP's towers is [`crate::siglip_deep_prompts`].
 
 use burn::prelude::*;
 
+use super::deep_prompt_model::DeepPromptModel;
 use super::model::ClipModel;
 use super::prompt::normal_values;
+use super::prompt_text::PromptTokenizer;
 use super::text::ClipTextTransformer;
 use super::vision::ClipVisionTransformer;
 use crate::error::ModelError;
-use crate::tokenizer::ClipTokenizer;
 
 /// A `[rows, cols]` matrix of `N(0, 0.02²)` values from a seeded ChaCha8 stream (the reference's
 /// `nn.init.normal_(·, std=0.02)` for prompt vectors).
@@ -32,20 +34,25 @@ pub(crate) fn normal_matrix(rows: usize, cols: usize, seed: u64, device: &Device
 }
 
 /// The first-layer class prompts of a deep-prompt method (reference: `MultiModalPromptLearner` /
-/// `VLPromptLearner.__init__`). The class prompt is `"{prefix} {classname}."`, tokenised and embedded
-/// by the frozen token embedding; its rows `1..1+m` are replaced by the learned context. With an init
-/// phrase and `m ≤ 4` the prefix is the whole phrase and the context starts as the embeddings of its
-/// first `m` tokens (the tokens after them stay fixed words of the prompt, as in the reference);
-/// otherwise the prefix is `m` × `"X"` and the context starts `N(0, 0.02²)` from `seed`.
+/// `VLPromptLearner.__init__`), laid out by the family's [`PromptTokenizer`]: the class prompt
+/// `"{prefix} {classname}."` embedded by the frozen token embedding, its rows `slots..slots+m`
+/// replaced by the learned context (`slots` = 1 after CLIP's start token, 0 for SigLIP, which has
+/// none). With an init phrase and `m ≤ 4` the prefix is the whole phrase and the context starts as
+/// the embeddings of its first `m` tokens (the tokens after them stay fixed words of the prompt, as
+/// in the reference); otherwise the `m` slots precede the class name and the context starts
+/// `N(0, 0.02²)` from `seed` (the reference's `"X X … X"` prefix, whose placeholder embeddings are
+/// replaced anyway).
 pub(crate) struct ClassPrompts {
     /// Initial first-layer text context `[m, dt]`.
     pub ctx: Tensor<2>,
-    /// Frozen SOT embeddings `[K, 1, dt]`.
-    pub prefix: Tensor<3>,
-    /// Frozen embeddings after the context rows `[K, L-1-m, dt]`.
+    /// Frozen embeddings before the context rows `[K, slots, dt]` (`None` when `slots` is 0).
+    pub prefix: Option<Tensor<3>>,
+    /// Frozen embeddings after the context rows `[K, L-slots-m, dt]`.
     pub suffix: Tensor<3>,
-    /// EOT position of each class prompt.
-    pub eot_positions: Vec<usize>,
+    /// The pooled row of each class prompt (CLIP's EOT, SigLIP's last position).
+    pub pooled: Vec<usize>,
+    /// The first context row.
+    pub slots: usize,
 }
 
 impl ClassPrompts {
@@ -54,8 +61,8 @@ impl ClassPrompts {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         method: &str,
-        model: &ClipModel,
-        tokenizer: &ClipTokenizer,
+        model: &dyn DeepPromptModel,
+        tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
         m: usize,
         ctx_init: Option<&str>,
@@ -70,66 +77,61 @@ impl ClassPrompts {
         if m == 0 {
             return Err(err("n_ctx must be >= 1".into()));
         }
-        let text = &model.text_model;
-        let dt = text.d_model();
-        let phrase = ctx_init.filter(|p| !p.trim().is_empty() && m <= 4);
-        let (prefix_text, ctx) = match phrase {
+        let dt = model.token_width();
+        let phrase = ctx_init.filter(|p| !p.trim().is_empty() && m <= 4).map(|p| p.replace('_', " "));
+        let mut rows = Vec::with_capacity(classnames.len());
+        let ctx = match &phrase {
             Some(phrase) => {
-                let phrase = phrase.replace('_', " ");
-                let n = tokenizer.tokenize(&phrase).map_err(|e| tok("context phrase", &e))?.len();
+                let n = tokenizer.content_ids(phrase).map_err(|e| tok("context phrase", &e))?.len();
                 if n < m {
                     return Err(err(format!(
                         "the init phrase {phrase:?} has {n} tokens, fewer than n_ctx = {m}"
                     )));
                 }
-                let ids = tokenizer.encode_padded(&phrase).map_err(|e| tok("context phrase", &e))?;
-                let ctx = text.embed_tokens(&[ids], device)?.narrow(1, 1, m).reshape([m, dt]);
-                (phrase, ctx)
+                let laid = tokenizer.slotted_prompt(0, phrase).map_err(|e| tok("context phrase", &e))?;
+                model.embed_prompt_ids(&[laid.ids], device)?.narrow(1, laid.slots_start, m).reshape([m, dt])
             }
-            None => (vec!["X"; m].join(" "), normal_matrix(m, dt, seed, device)),
+            None => normal_matrix(m, dt, seed, device),
         };
-        let mut ids = Vec::with_capacity(classnames.len());
-        let mut eot_positions = Vec::with_capacity(classnames.len());
         for name in classnames {
-            let prompt = format!("{prefix_text} {}.", name.replace('_', " "));
-            let what = format!("prompt {prompt:?}");
-            let full = tokenizer.encode(&prompt).map_err(|e| tok(&what, &e))?;
-            if full.len() > tokenizer.context_length() {
-                return Err(err(format!(
-                    "{what} has {} tokens, more than the context length {}",
-                    full.len(),
-                    tokenizer.context_length()
-                )));
+            let name = name.replace('_', " ");
+            let laid = match &phrase {
+                Some(phrase) => tokenizer.slotted_prompt(0, &format!("{phrase} {name}.")),
+                None => tokenizer.slotted_prompt(m, &format!("{name}.")),
             }
-            let row = tokenizer.encode_padded(&prompt).map_err(|e| tok(&what, &e))?;
-            let eot = tokenizer
-                .eot_position(&row)
-                .filter(|&p| p > m)
-                .ok_or_else(|| err(format!("{what} does not fit the context length")))?;
-            ids.push(row);
-            eot_positions.push(eot);
+            .map_err(|e| tok(&format!("class {name:?}"), &e))?;
+            if laid.pooled < laid.slots_start + m {
+                return Err(err(format!("the prompt of class {name:?} does not fit the context length")));
+            }
+            rows.push(laid);
         }
-        let embedding = text.embed_tokens(&ids, device)?; // [K, L, dt]
+        let slots = rows[0].slots_start;
+        let pooled: Vec<usize> = rows.iter().map(|r| r.pooled).collect();
+        let ids: Vec<Vec<u32>> = rows.into_iter().map(|r| r.ids).collect();
+        let embedding = model.embed_prompt_ids(&ids, device)?; // [K, L, dt]
         let l = embedding.dims()[1];
         Ok(ClassPrompts {
             ctx,
-            prefix: embedding.clone().narrow(1, 0, 1),
-            suffix: embedding.narrow(1, 1 + m, l - 1 - m),
-            eot_positions,
+            prefix: (slots > 0).then(|| embedding.clone().narrow(1, 0, slots)),
+            suffix: embedding.narrow(1, slots + m, l - slots - m),
+            pooled,
+            slots,
         })
     }
 }
 
 /// The first-layer class prompts `[K, L, dt]`: `[prefix_k, ctx, suffix_k]`.
-pub(crate) fn assemble(prefix: &Tensor<3>, ctx: Tensor<2>, suffix: &Tensor<3>) -> Tensor<3> {
-    let k = prefix.dims()[0];
+pub(crate) fn assemble(prefix: Option<&Tensor<3>>, ctx: Tensor<2>, suffix: &Tensor<3>) -> Tensor<3> {
+    let k = suffix.dims()[0];
     let [m, dt] = ctx.dims();
     let ctx = ctx.unsqueeze_dim::<3>(0).expand([k, m, dt]);
-    Tensor::cat(vec![prefix.clone(), ctx, suffix.clone()], 1)
+    let mut parts: Vec<Tensor<3>> = prefix.into_iter().cloned().collect();
+    parts.extend([ctx, suffix.clone()]);
+    Tensor::cat(parts, 1)
 }
 
 /// `x` with rows `start..start + m` of every sequence replaced by `rows: [m, d]`.
-fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
+pub(crate) fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
     let [b, n, d] = x.dims();
     let m = rows.dims()[0];
     let rows = rows.unsqueeze_dim::<3>(0).expand([b, m, d]);
@@ -145,7 +147,7 @@ fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
 }
 
 /// Checks that every deep prompt is `[m, d]` and that there are fewer than `n_layers` of them.
-fn check_deep(
+pub(crate) fn check_deep(
     tower: &str,
     deep: &[Tensor<2>],
     m: usize,
@@ -171,27 +173,29 @@ fn check_deep(
 
 impl ClipTextTransformer {
     /// The pooled rows `[b, d]` (before the projection) of prompt embeddings `embeds: [b, n, d]`
-    /// (without positions) whose rows `1..1+m` are the first-layer context, with `deep[i-1]`
-    /// (`[m, d]`) replacing those rows before block `i` (module docs).
+    /// (without positions) whose rows `slots..slots+m` are the first-layer context (`slots` is 1,
+    /// after the start token, for CLIP's own prompts), with `deep[i-1]` (`[m, d]`) replacing those
+    /// rows before block `i` (module docs).
     pub fn forward_deep_prompts(
         &self,
         embeds: Tensor<3>,
+        slots: usize,
         pool_positions: &[usize],
         deep: &[Tensor<2>],
     ) -> Result<Tensor<2>, ModelError> {
         let [b, n, d] = embeds.dims();
         let m = deep.first().map_or(0, |t| t.dims()[0]);
         check_deep("CLIP text", deep, m, d, self.n_layers())?;
-        if 1 + m > n || n > self.max_positions() {
+        if slots + m > n || n > self.max_positions() {
             return Err(ModelError::Input(format!(
                 "CLIP text: {m} deep prompt rows do not fit a sequence of {n} (context length {})",
                 self.max_positions()
             )));
         }
-        if pool_positions.len() != b || pool_positions.iter().any(|&p| p >= n || p < 1 + m) {
+        if pool_positions.len() != b || pool_positions.iter().any(|&p| p >= n || p < slots + m) {
             return Err(ModelError::Input(format!(
                 "CLIP text: need one pooling position in {}..{n} per sequence ({b}), got {pool_positions:?}",
-                1 + m
+                slots + m
             )));
         }
         let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
@@ -200,7 +204,7 @@ impl ClipTextTransformer {
             if i >= 1
                 && let Some(rows) = deep.get(i - 1)
             {
-                x = replace_rows(x, 1, rows.clone());
+                x = replace_rows(x, slots, rows.clone());
             }
             x = block.forward(x);
         }
@@ -250,11 +254,13 @@ impl ClipModel {
     pub fn text_features_deep_prompts(
         &self,
         embeds: Tensor<3>,
+        slots: usize,
         pool_positions: &[usize],
         deep: &[Tensor<2>],
     ) -> Result<Tensor<2>, ModelError> {
         Ok(self.text_projection.forward(self.text_model.forward_deep_prompts(
             embeds,
+            slots,
             pool_positions,
             deep,
         )?))

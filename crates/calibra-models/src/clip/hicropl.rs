@@ -46,16 +46,17 @@ use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::deep_prompt_model::DeepPromptModel;
 use super::deep_prompts::{ClassPrompts, assemble, normal_matrix};
-use super::model::{ClipModel, l2_normalize};
+use super::model::l2_normalize;
 use super::prompt::normal_values;
 use super::prompt_mapper::{
     AttentionPooling, CrossPromptAttention, InitValues, NamedParams, join, matrix_param,
 };
+use super::prompt_text::PromptTokenizer;
 use super::promptsrc_templates::PROMPTSRC_TEMPLATES;
 use super::zero_shot::ZeroShotClassifier;
 use crate::error::ModelError;
-use crate::tokenizer::ClipTokenizer;
 
 /// Configuration of [`HicroplPromptLearner`] (reference few-shot defaults,
 /// `configs/trainers/HiCroPL/vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml`).
@@ -111,12 +112,16 @@ pub struct HicroplPromptLearner {
     /// The cross layer `c`.
     #[module(skip)]
     pub cross_layer: usize,
-    /// Frozen SOT embeddings `[K, 1, dt]`.
+    /// Frozen embeddings before the context rows `[K, slots, dt]` (CLIP's start token; `None` for
+    /// SigLIP).
     #[module(skip)]
-    pub token_prefix: Tensor<3>,
-    /// Frozen embeddings after the context rows `[K, L-1-m, dt]`.
+    pub token_prefix: Option<Tensor<3>>,
+    /// Frozen embeddings after the context rows `[K, L-slots-m, dt]`.
     #[module(skip)]
     pub token_suffix: Tensor<3>,
+    /// The first context row of the class prompts (1 for CLIP, 0 for SigLIP).
+    #[module(skip)]
+    pub slots: usize,
     /// EOT position of each class prompt.
     #[module(skip)]
     pub eot_positions: Vec<usize>,
@@ -148,8 +153,8 @@ fn revalued(p: Param<Tensor<2>>, value: Tensor<2>) -> Param<Tensor<2>> {
 
 impl HicroplConfig {
     /// Checks depth, cross layer and heads against `model`.
-    pub fn validate(&self, model: &ClipModel) -> Result<(), ModelError> {
-        let blocks = model.text_model.n_layers().min(model.vision_model.n_layers());
+    pub fn validate(&self, model: &dyn DeepPromptModel) -> Result<(), ModelError> {
+        let blocks = model.text_blocks().min(model.vision_blocks());
         if self.depth < 2 || self.depth > blocks {
             return Err(ModelError::Input(format!(
                 "HiCroPL: prompt depth {} must be in 2..={blocks} (the blocks of the smaller tower of this \
@@ -164,8 +169,8 @@ impl HicroplConfig {
                 self.cross_layer, self.depth
             )));
         }
-        let (dt, dv) = (model.text_model.d_model(), model.vision_model.class_embedding.dims()[0]);
-        if self.heads == 0 || dt % self.heads != 0 || dv % self.heads != 0 {
+        let (dt, dv) = (model.token_width(), model.vision_width());
+        if self.heads == 0 || !dt.is_multiple_of(self.heads) || !dv.is_multiple_of(self.heads) {
             return Err(ModelError::Input(format!(
                 "HiCroPL: the mapper's {} attention heads must divide the text width {dt} and the vision \
                  width {dv}",
@@ -182,8 +187,8 @@ impl HicroplConfig {
     /// features of `classnames` (module docs).
     pub fn init(
         &self,
-        model: &ClipModel,
-        tokenizer: &ClipTokenizer,
+        model: &dyn DeepPromptModel,
+        tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
         device: &Device,
     ) -> Result<HicroplPromptLearner, ModelError> {
@@ -199,7 +204,7 @@ impl HicroplConfig {
             device,
         )?;
         let (m, d, c, heads) = (self.n_ctx, self.depth, self.cross_layer, self.heads);
-        let (dt, dv) = (model.text_model.d_model(), model.vision_model.class_embedding.dims()[0]);
+        let (dt, dv) = (model.token_width(), model.vision_width());
         let seed = |salt: u64| self.seed.wrapping_add(salt);
         let mut text = vec![Param::from_tensor(prompts.ctx)];
         text.extend((1..d).map(|i| Param::from_tensor(normal_matrix(m, dt, seed(1000 + i as u64), device))));
@@ -224,7 +229,7 @@ impl HicroplConfig {
         };
         let cleaned: Vec<String> = classnames.iter().map(|n| n.replace('_', " ")).collect();
         let templates: Vec<String> = PROMPTSRC_TEMPLATES.iter().map(|t| t.to_string()).collect();
-        let teacher = ZeroShotClassifier::new(model, tokenizer, &cleaned, &templates, device)?;
+        let teacher = ZeroShotClassifier::for_prompt_tower(model, tokenizer, &cleaned, &templates, device)?;
         Ok(HicroplPromptLearner {
             text,
             vision,
@@ -232,7 +237,8 @@ impl HicroplConfig {
             cross_layer: c,
             token_prefix: prompts.prefix,
             token_suffix: prompts.suffix,
-            eot_positions: prompts.eot_positions,
+            slots: prompts.slots,
+            eot_positions: prompts.pooled,
             teacher_text: teacher.class_embeddings,
         })
     }
@@ -361,27 +367,27 @@ impl HicroplPromptLearner {
 
     /// The first-layer class prompts `[K, L, dt]`.
     pub fn prompts(&self) -> Tensor<3> {
-        assemble(&self.token_prefix, self.text[0].val(), &self.token_suffix)
+        assemble(self.token_prefix.as_ref(), self.text[0].val(), &self.token_suffix)
     }
 
     /// Text features `[K, p]` of the prompted text tower (projected, not normalised, not fused).
-    pub fn prompted_text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+    pub fn prompted_text_features(&self, model: &dyn DeepPromptModel) -> Result<Tensor<2>, ModelError> {
         let deep: Vec<Tensor<2>> = self.text[1..].iter().map(|p| p.val()).collect();
-        model.text_features_deep_prompts(self.prompts(), &self.eot_positions, &deep)
+        model.text_features_deep(self.prompts(), self.slots, &self.eot_positions, &deep)
     }
 
     /// Image features `[b, p]` of the prompted vision tower (projected, not normalised, not fused).
     pub fn prompted_image_features(
         &self,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
     ) -> Result<Tensor<2>, ModelError> {
         let deep: Vec<Tensor<2>> = self.vision[1..].iter().map(|p| p.val()).collect();
-        model.image_features_deep_prompts(images, self.vision[0].val(), &deep)
+        model.image_features_deep(images, self.vision[0].val(), &deep)
     }
 
     /// The fused class features `l2n(l2n(w) + t̄)`, `[K, p]`.
-    pub fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+    pub fn text_features(&self, model: &dyn DeepPromptModel) -> Result<Tensor<2>, ModelError> {
         let prompted = l2_normalize(self.prompted_text_features(model)?);
         Ok(l2_normalize(prompted + self.teacher_text.clone()))
     }
@@ -390,7 +396,7 @@ impl HicroplPromptLearner {
     /// tower's normalised features of the same images.
     pub fn fused_image_features(
         &self,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
         frozen: Tensor<2>,
     ) -> Result<Tensor<2>, ModelError> {
@@ -399,16 +405,21 @@ impl HicroplPromptLearner {
     }
 
     /// The fused image features of `images`, the frozen features computed here.
-    pub fn image_features(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
-        let frozen = l2_normalize(model.image_features(images.clone())?);
+    pub fn image_features(
+        &self,
+        model: &dyn DeepPromptModel,
+        images: Tensor<4>,
+    ) -> Result<Tensor<2>, ModelError> {
+        let frozen = l2_normalize(model.frozen_image_features(images.clone())?);
         self.fused_image_features(model, images, frozen)
     }
 
-    /// `exp(logit_scale) · image · textᵀ` of the fused features, `[b, K]` (with the current prompts;
-    /// the reference maps before every forward pass, so call it on [`Self::mapped`]).
-    pub fn logits(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+    /// `exp(logit_scale) · image · textᵀ` (+ SigLIP's `logit_bias`) of the fused features, `[b, K]`
+    /// (with the current prompts; the reference maps before every forward pass, so call it on
+    /// [`Self::mapped`]).
+    pub fn logits(&self, model: &dyn DeepPromptModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         let text = self.text_features(model)?;
         let image = self.image_features(model, images)?;
-        Ok(image.matmul(text.transpose()) * model.logit_scale_exp())
+        Ok(model.prompt_logits(image, text))
     }
 }

@@ -18,10 +18,11 @@
 use burn::module::{Module, Param};
 use burn::prelude::*;
 
+use super::deep_prompt_model::DeepPromptModel;
 use super::deep_prompts::{ClassPrompts, assemble, normal_matrix};
-use super::model::{ClipModel, l2_normalize};
+use super::model::l2_normalize;
+use super::prompt_text::PromptTokenizer;
 use crate::error::ModelError;
-use crate::tokenizer::ClipTokenizer;
 
 /// Configuration of [`IvlpPromptLearner`] (PromptSRC's reference defaults,
 /// `configs/trainers/PromptSRC/vit_b16_c2_ep20_batch4_4+4ctx.yaml`).
@@ -58,12 +59,16 @@ pub struct IvlpPromptLearner {
     pub vision_ctx: Param<Tensor<2>>,
     /// Vision prompts of blocks `1..Jv`, each `[mv, dv]`.
     pub deep_vision: Vec<Param<Tensor<2>>>,
-    /// Frozen SOT embeddings `[K, 1, dt]`.
+    /// Frozen embeddings before the context rows `[K, slots, dt]` (CLIP's start token; `None` for
+    /// SigLIP).
     #[module(skip)]
-    pub token_prefix: Tensor<3>,
-    /// Frozen embeddings after the context rows `[K, L-1-mt, dt]`.
+    pub token_prefix: Option<Tensor<3>>,
+    /// Frozen embeddings after the context rows `[K, L-slots-m, dt]`.
     #[module(skip)]
     pub token_suffix: Tensor<3>,
+    /// The first context row of the class prompts (1 for CLIP, 0 for SigLIP).
+    #[module(skip)]
+    pub slots: usize,
     /// EOT position of each class prompt (the pooled row).
     #[module(skip)]
     pub eot_positions: Vec<usize>,
@@ -123,14 +128,14 @@ impl IvlpConfig {
     /// [`ClassPrompts::new`] refuses.
     pub fn init(
         &self,
-        model: &ClipModel,
-        tokenizer: &ClipTokenizer,
+        model: &dyn DeepPromptModel,
+        tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
         device: &Device,
     ) -> Result<IvlpPromptLearner, ModelError> {
         for (what, key, depth, blocks) in [
-            ("text", "depth_text", self.depth_text, model.text_model.n_layers()),
-            ("vision", "depth_vision", self.depth_vision, model.vision_model.n_layers()),
+            ("text", "depth_text", self.depth_text, model.text_blocks()),
+            ("vision", "depth_vision", self.depth_vision, model.vision_blocks()),
         ] {
             if depth == 0 || depth > blocks {
                 return Err(ModelError::Input(format!(
@@ -152,8 +157,8 @@ impl IvlpConfig {
             self.seed,
             device,
         )?;
-        let (mt, dt) = (self.n_ctx_text, model.text_model.d_model());
-        let (mv, dv) = (self.n_ctx_vision, model.vision_model.class_embedding.dims()[0]);
+        let (mt, dt) = (self.n_ctx_text, model.token_width());
+        let (mv, dv) = (self.n_ctx_vision, model.vision_width());
         let matrix = |rows, cols, salt: u64| {
             Param::from_tensor(normal_matrix(rows, cols, self.seed.wrapping_add(salt), device))
         };
@@ -164,7 +169,8 @@ impl IvlpConfig {
             deep_vision: (1..self.depth_vision).map(|j| matrix(mv, dv, 3000 + j as u64)).collect(),
             token_prefix: prompts.prefix,
             token_suffix: prompts.suffix,
-            eot_positions: prompts.eot_positions,
+            slots: prompts.slots,
+            eot_positions: prompts.pooled,
         })
     }
 }
@@ -235,25 +241,30 @@ impl IvlpPromptLearner {
 
     /// The first-layer class prompts `[K, L, dt]`.
     pub fn prompts(&self) -> Tensor<3> {
-        assemble(&self.token_prefix, self.ctx.val(), &self.token_suffix)
+        assemble(self.token_prefix.as_ref(), self.ctx.val(), &self.token_suffix)
     }
 
     /// Text features `[K, p]` of the prompted text tower (projected, not normalised).
-    pub fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+    pub fn text_features(&self, model: &dyn DeepPromptModel) -> Result<Tensor<2>, ModelError> {
         let deep: Vec<Tensor<2>> = self.deep_text.iter().map(|p| p.val()).collect();
-        model.text_features_deep_prompts(self.prompts(), &self.eot_positions, &deep)
+        model.text_features_deep(self.prompts(), self.slots, &self.eot_positions, &deep)
     }
 
     /// Image features `[b, p]` of the prompted vision tower (projected, not normalised).
-    pub fn image_features(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+    pub fn image_features(
+        &self,
+        model: &dyn DeepPromptModel,
+        images: Tensor<4>,
+    ) -> Result<Tensor<2>, ModelError> {
         let deep: Vec<Tensor<2>> = self.deep_vision.iter().map(|p| p.val()).collect();
-        model.image_features_deep_prompts(images, self.vision_ctx.val(), &deep)
+        model.image_features_deep(images, self.vision_ctx.val(), &deep)
     }
 
-    /// `exp(logit_scale) · l2n(image_features) · l2n(text_features)ᵀ`, `[b, K]`.
-    pub fn logits(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+    /// `exp(logit_scale) · l2n(image_features) · l2n(text_features)ᵀ` (+ SigLIP's `logit_bias`),
+    /// `[b, K]`.
+    pub fn logits(&self, model: &dyn DeepPromptModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         let text = l2_normalize(self.text_features(model)?);
         let image = l2_normalize(self.image_features(model, images)?);
-        Ok(image.matmul(text.transpose()) * model.logit_scale_exp())
+        Ok(model.prompt_logits(image, text))
     }
 }

@@ -29,10 +29,11 @@ use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::deep_prompt_model::DeepPromptModel;
 use super::deep_prompts::{ClassPrompts, assemble, normal_matrix};
-use super::model::{ClipModel, l2_normalize};
+use super::model::l2_normalize;
+use super::prompt_text::PromptTokenizer;
 use crate::error::ModelError;
-use crate::tokenizer::ClipTokenizer;
 
 /// Configuration of [`MaplePromptLearner`] (reference defaults: `N_CTX 2`, `PROMPT_DEPTH 9`,
 /// `CTX_INIT "a photo of a"`, `configs/trainers/MaPLe/vit_b16_c2_ep5_batch4_2ctx.yaml`).
@@ -64,12 +65,16 @@ pub struct MaplePromptLearner {
     pub deep_text: Vec<Param<Tensor<2>>>,
     /// Coupling functions of blocks `1..depth`, each `dt → dv`.
     pub deep_proj: Vec<Linear>,
-    /// Frozen SOT embeddings `[K, 1, dt]`.
+    /// Frozen embeddings before the context rows `[K, slots, dt]` (CLIP's start token; `None` for
+    /// SigLIP).
     #[module(skip)]
-    pub token_prefix: Tensor<3>,
-    /// Frozen embeddings after the context rows `[K, L-1-m, dt]`.
+    pub token_prefix: Option<Tensor<3>>,
+    /// Frozen embeddings after the context rows `[K, L-slots-m, dt]`.
     #[module(skip)]
     pub token_suffix: Tensor<3>,
+    /// The first context row of the class prompts (1 for CLIP, 0 for SigLIP).
+    #[module(skip)]
+    pub slots: usize,
     /// EOT position of each class prompt (the pooled row).
     #[module(skip)]
     pub eot_positions: Vec<usize>,
@@ -99,8 +104,8 @@ fn torch_default_linear(d_in: usize, d_out: usize, seed: u64, device: &Device) -
 
 impl MapleConfig {
     /// Checks the depth against `model` and the context size.
-    pub fn validate(&self, model: &ClipModel) -> Result<(), ModelError> {
-        let blocks = model.text_model.n_layers().min(model.vision_model.n_layers());
+    pub fn validate(&self, model: &dyn DeepPromptModel) -> Result<(), ModelError> {
+        let blocks = model.text_blocks().min(model.vision_blocks());
         if self.depth == 0 || self.depth > blocks {
             return Err(ModelError::Input(format!(
                 "MaPLe: prompt depth {} must be in 1..={blocks} (the blocks of the smaller tower of this \
@@ -119,8 +124,8 @@ impl MapleConfig {
     /// Errors: a depth outside `1..=blocks`, or what [`ClassPrompts::new`] refuses.
     pub fn init(
         &self,
-        model: &ClipModel,
-        tokenizer: &ClipTokenizer,
+        model: &dyn DeepPromptModel,
+        tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
         device: &Device,
     ) -> Result<MaplePromptLearner, ModelError> {
@@ -135,8 +140,8 @@ impl MapleConfig {
             self.seed,
             device,
         )?;
-        let (m, dt) = (self.n_ctx, model.text_model.d_model());
-        let dv = model.vision_model.class_embedding.dims()[0];
+        let (m, dt) = (self.n_ctx, model.token_width());
+        let dv = model.vision_width();
         let depth = self.depth - 1;
         let deep_text = (0..depth)
             .map(|j| {
@@ -151,7 +156,8 @@ impl MapleConfig {
             deep_proj: vec![one; depth],
             token_prefix: prompts.prefix,
             token_suffix: prompts.suffix,
-            eot_positions: prompts.eot_positions,
+            slots: prompts.slots,
+            eot_positions: prompts.pooled,
         })
     }
 }
@@ -253,29 +259,33 @@ impl MaplePromptLearner {
 
     /// The first-layer class prompts `[K, L, dt]`: `[prefix_k, ctx, suffix_k]`.
     pub fn prompts(&self) -> Tensor<3> {
-        assemble(&self.token_prefix, self.ctx.val(), &self.token_suffix)
+        assemble(self.token_prefix.as_ref(), self.ctx.val(), &self.token_suffix)
     }
 
     /// Text features `[K, p]` of the prompted text tower (projected, not normalised).
-    pub fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+    pub fn text_features(&self, model: &dyn DeepPromptModel) -> Result<Tensor<2>, ModelError> {
         let deep: Vec<Tensor<2>> = self.deep_text.iter().map(|p| p.val()).collect();
-        model.text_features_deep_prompts(self.prompts(), &self.eot_positions, &deep)
+        model.text_features_deep(self.prompts(), self.slots, &self.eot_positions, &deep)
     }
 
     /// Image features `[b, p]` of the prompted vision tower (projected, not normalised).
-    pub fn image_features(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+    pub fn image_features(
+        &self,
+        model: &dyn DeepPromptModel,
+        images: Tensor<4>,
+    ) -> Result<Tensor<2>, ModelError> {
         let shared = self.proj.forward(self.ctx.val());
         let deep: Vec<Tensor<2>> =
             self.deep_text.iter().zip(&self.deep_proj).map(|(t, l)| l.forward(t.val())).collect();
-        model.image_features_deep_prompts(images, shared, &deep)
+        model.image_features_deep(images, shared, &deep)
     }
 
-    /// `exp(logit_scale) · l2n(image_features) · l2n(text_features)ᵀ`, `[b, K]` (reference
-    /// `CustomCLIP.forward`).
-    pub fn logits(&self, model: &ClipModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
+    /// `exp(logit_scale) · l2n(image_features) · l2n(text_features)ᵀ` (+ SigLIP's `logit_bias`),
+    /// `[b, K]` (reference `CustomCLIP.forward`).
+    pub fn logits(&self, model: &dyn DeepPromptModel, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         let text = l2_normalize(self.text_features(model)?);
         let image = l2_normalize(self.image_features(model, images)?);
-        Ok(image.matmul(text.transpose()) * model.logit_scale_exp())
+        Ok(model.prompt_logits(image, text))
     }
 }
 

@@ -2,6 +2,7 @@
 //! classifier, the CoOp prompt learner, MaPLe's coupled, PromptSRC's independent and HiCroPL's cross-mapped deep prompts; native OpenCLIP checkpoints load into the same modules
 //! ([`open_clip`]).
 
+pub mod deep_prompt_model;
 pub mod deep_prompts;
 pub mod hicropl;
 pub mod ivlp;
@@ -18,6 +19,7 @@ pub mod text;
 pub mod vision;
 pub mod zero_shot;
 
+pub use deep_prompt_model::DeepPromptModel;
 pub use hicropl::{HicroplConfig, HicroplMapper, HicroplPromptLearner};
 pub use ivlp::{IvlpConfig, IvlpPromptLearner, IvlpValues};
 pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};

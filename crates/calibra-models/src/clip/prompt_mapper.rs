@@ -137,7 +137,7 @@ impl PromptAttention {
         values: &mut ValueSource<'_>,
         device: &Device,
     ) -> Result<Self, ModelError> {
-        if heads == 0 || width % heads != 0 {
+        if heads == 0 || !width.is_multiple_of(heads) {
             return Err(ModelError::Input(format!(
                 "prompt attention: {heads} heads do not divide the width {width}"
             )));

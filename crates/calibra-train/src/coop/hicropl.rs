@@ -24,8 +24,7 @@ use std::path::Path;
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
-use calibra_models::clip::{ClipModel, HicroplPromptLearner, l2_normalize};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{DeepPromptModel, HicroplPromptLearner, PromptTokenizer, l2_normalize};
 
 use super::config::{CoopConfig, CoopMethod};
 use super::error::CoopError;
@@ -86,17 +85,16 @@ struct HicroplForward {
 /// The forward pass of a (mapped) learner on `images`.
 fn forward(
     learner: &HicroplPromptLearner,
-    model: &ClipModel,
+    model: &dyn DeepPromptModel,
     images: Tensor<4>,
 ) -> Result<HicroplForward, CoopError> {
-    let scale = model.logit_scale_exp();
-    let frozen = l2_normalize(model.image_features(images.clone())?);
+    let frozen = l2_normalize(model.frozen_image_features(images.clone())?);
     let text = learner.text_features(model)?;
     let image = learner.fused_image_features(model, images, frozen.clone())?;
     let teacher = learner.teacher_text.clone();
     Ok(HicroplForward {
-        logits: image.clone().matmul(text.clone().transpose()) * scale,
-        zero_shot_logits: frozen.clone().matmul(teacher.clone().transpose()) * scale,
+        logits: model.prompt_logits(image.clone(), text.clone()),
+        zero_shot_logits: model.prompt_logits(frozen.clone(), teacher.clone()),
         distill_text: one_minus_mean_cosine(text, teacher),
         distill_image: one_minus_mean_cosine(image, frozen),
     })
@@ -106,7 +104,7 @@ impl ImagePromptObjective<HicroplPromptLearner> for HicroplObjective<'_> {
     fn objective(
         &mut self,
         learner: &HicroplPromptLearner,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
         labels: &[usize],
     ) -> Result<Tensor<1>, CoopError> {
@@ -127,7 +125,7 @@ impl ImagePromptObjective<HicroplPromptLearner> for HicroplObjective<'_> {
 /// forward pass of `learner` as it is (call it on a mapped learner to follow the reference).
 pub fn hicropl_terms(
     learner: &HicroplPromptLearner,
-    model: &ClipModel,
+    model: &dyn DeepPromptModel,
     images: Tensor<4>,
 ) -> Result<(Tensor<2>, f64, f64), CoopError> {
     let f = forward(learner, model, images)?;
@@ -143,8 +141,8 @@ pub fn hicropl_terms(
 /// - `loss`, `checkpoint_dir`, `progress`: as [`super::train_coop`].
 #[allow(clippy::too_many_arguments)]
 pub fn train_hicropl(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     images: &mut ImageBatches<'_>,
     labels: &[usize],
@@ -168,7 +166,7 @@ fn wrong_method(config: &CoopConfig) -> CoopError {
 /// are then not used). `learner` must have been built for `classnames` on the plain device.
 #[allow(clippy::too_many_arguments)]
 pub fn train_hicropl_learner(
-    model: &ClipModel,
+    model: &dyn DeepPromptModel,
     classnames: &[String],
     learner: HicroplPromptLearner,
     images: &mut ImageBatches<'_>,

@@ -15,7 +15,7 @@ use std::path::Path;
 use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Tensor, TensorData};
-use calibra_models::clip::ClipModel;
+use calibra_models::clip::DeepPromptModel;
 
 use super::checkpoint::{self, CoopState};
 use super::config::CoopConfig;
@@ -75,7 +75,7 @@ pub trait ImagePromptObjective<L> {
     fn objective(
         &mut self,
         learner: &L,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
         labels: &[usize],
     ) -> Result<Tensor<1>, CoopError>;
@@ -116,7 +116,7 @@ pub struct ImagePromptOutcome<L> {
 
 /// The fixed inputs of a run.
 pub(crate) struct ImagePromptRun<'a> {
-    pub model: &'a ClipModel,
+    pub model: &'a dyn DeepPromptModel,
     pub classnames: &'a [String],
     pub labels: &'a [usize],
     pub config: &'a CoopConfig,

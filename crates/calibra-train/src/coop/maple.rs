@@ -19,8 +19,7 @@ use std::path::Path;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
-use calibra_models::clip::{ClipModel, MaplePromptLearner, ZeroShotClassifier};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{DeepPromptModel, MaplePromptLearner, PromptTokenizer, ZeroShotClassifier};
 
 use super::config::CoopConfig;
 use super::error::CoopError;
@@ -77,12 +76,12 @@ impl ImagePromptObjective<MaplePromptLearner> for MapleObjective<'_> {
     fn objective(
         &mut self,
         learner: &MaplePromptLearner,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
         labels: &[usize],
     ) -> Result<Tensor<1>, CoopError> {
         let zs = match &self.zero_shot {
-            Some(zs) => Some(zs.logits_from_features(model.image_features(images.clone())?)),
+            Some(zs) => Some(zs.logits_from_features(model.frozen_image_features(images.clone())?)),
             None => None,
         };
         let mut batch = LossBatch::classes(learner.logits(model, images)?, labels)?;
@@ -101,8 +100,8 @@ impl ImagePromptObjective<MaplePromptLearner> for MapleObjective<'_> {
 /// - `loss`, `checkpoint_dir`, `progress`: as [`super::train_coop`].
 #[allow(clippy::too_many_arguments)]
 pub fn train_maple(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     images: &mut ImageBatches<'_>,
     labels: &[usize],
@@ -138,8 +137,8 @@ fn wrong_method(config: &CoopConfig) -> CoopError {
 /// then not used). `learner` must have been built for `classnames` on the plain `device`.
 #[allow(clippy::too_many_arguments)]
 pub fn train_maple_learner(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     learner: MaplePromptLearner,
     images: &mut ImageBatches<'_>,
@@ -156,7 +155,13 @@ pub fn train_maple_learner(
     }
     let zero_shot = if loss.needs_zero_shot() {
         let template = vec![config.zero_shot_template.clone()];
-        Some(ZeroShotClassifier::new(model, tokenizer, classnames, &template, &device.clone().inner())?)
+        Some(ZeroShotClassifier::for_prompt_tower(
+            model,
+            tokenizer,
+            classnames,
+            &template,
+            &device.clone().inner(),
+        )?)
     } else {
         None
     };

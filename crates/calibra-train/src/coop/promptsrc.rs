@@ -27,8 +27,9 @@ use std::path::Path;
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor};
-use calibra_models::clip::{ClipModel, IvlpPromptLearner, PROMPTSRC_TEMPLATES, fill_template, l2_normalize};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{
+    DeepPromptModel, IvlpPromptLearner, PROMPTSRC_TEMPLATES, PromptTokenizer, fill_template, l2_normalize,
+};
 
 use super::config::{CoopConfig, CoopMethod};
 use super::error::CoopError;
@@ -78,8 +79,8 @@ pub fn gpa_weights(epochs: usize, mean: f64, std: f64) -> Vec<f64> {
 /// The frozen text features of the classes, averaged over PromptSRC's templates (unnormalised per
 /// template, as the reference) and L2-normalised: `[K, p]` on the plain device.
 pub fn template_mean_text_features(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     device: &Device,
 ) -> Result<Tensor<2>, CoopError> {
@@ -89,12 +90,12 @@ pub fn template_mean_text_features(
             .iter()
             .map(|c| {
                 let text = fill_template(template, &c.replace('_', " "))?;
-                tokenizer.encode_padded(&text).map_err(|e| {
+                tokenizer.zero_shot_ids(&text).map_err(|e| {
                     calibra_models::ModelError::Input(format!("PromptSRC template prompt {text:?}: {e}"))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let features = model.text_features(&ids, device)?;
+        let features = model.text_features_of_ids(&ids, device)?;
         sum = Some(match sum {
             Some(s) => s + features,
             None => features,
@@ -120,16 +121,15 @@ impl ImagePromptObjective<IvlpPromptLearner> for PromptSrcObjective<'_> {
     fn objective(
         &mut self,
         learner: &IvlpPromptLearner,
-        model: &ClipModel,
+        model: &dyn DeepPromptModel,
         images: Tensor<4>,
         labels: &[usize],
     ) -> Result<Tensor<1>, CoopError> {
-        let scale = model.logit_scale_exp();
-        let frozen_image = l2_normalize(model.image_features(images.clone())?);
-        let zs_logits = frozen_image.clone().matmul(self.fixed_text.clone().transpose()) * scale;
+        let frozen_image = l2_normalize(model.frozen_image_features(images.clone())?);
+        let zs_logits = model.prompt_logits(frozen_image.clone(), self.fixed_text.clone());
         let text = l2_normalize(learner.text_features(model)?);
         let image = l2_normalize(learner.image_features(model, images)?);
-        let logits = image.clone().matmul(text.clone().transpose()) * scale;
+        let logits = model.prompt_logits(image.clone(), text.clone());
         let [b, k] = logits.dims();
 
         let mut batch = LossBatch::classes(logits.clone(), labels)?;
@@ -184,8 +184,8 @@ impl ImagePromptObjective<IvlpPromptLearner> for PromptSrcObjective<'_> {
 /// - `loss`, `checkpoint_dir`, `progress`: as [`super::train_coop`].
 #[allow(clippy::too_many_arguments)]
 pub fn train_promptsrc(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     images: &mut ImageBatches<'_>,
     labels: &[usize],
@@ -221,8 +221,8 @@ fn wrong_method(config: &CoopConfig) -> CoopError {
 /// fields are then not used). `learner` must have been built for `classnames` on the plain `device`.
 #[allow(clippy::too_many_arguments)]
 pub fn train_promptsrc_learner(
-    model: &ClipModel,
-    tokenizer: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
     classnames: &[String],
     learner: IvlpPromptLearner,
     images: &mut ImageBatches<'_>,
