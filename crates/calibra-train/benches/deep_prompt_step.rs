@@ -54,7 +54,9 @@ fn main() {
             "maple" => CoopConfig::maple_reference(),
             "promptsrc" => CoopConfig::promptsrc_reference(),
             "hicropl" => CoopConfig::hicropl_reference(),
-            other => panic!("DEEP_PROMPT_BENCH_METHODS: unknown method {other:?} (maple, promptsrc, hicropl)"),
+            other => {
+                panic!("DEEP_PROMPT_BENCH_METHODS: unknown method {other:?} (maple, promptsrc, hicropl)")
+            }
         };
         // One full batch per epoch: `steps` epochs = `steps` optimiser steps.
         let config = CoopConfig { epochs: steps, batch_size: BATCH, ..base };
