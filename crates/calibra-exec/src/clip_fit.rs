@@ -8,20 +8,19 @@ use std::rc::Rc;
 use burn::tensor::Device;
 use calibra_data::{Dataset, TaskKind};
 use calibra_models::clip::open_clip::is_timm_bert_dir;
-use calibra_models::clip::{ClipModel, ZeroShotClassifier};
+use calibra_models::clip::{ClipModel, DeepPromptModel, PromptTokenizer, ZeroShotClassifier};
 use calibra_models::hf::resolve_checkpoint;
-use calibra_models::tokenizer::ClipTokenizer;
 use calibra_run::{ExecError, FitSpec, Fitted, PredictRequest, RunContext};
 use calibra_train::coop::CoopOutcome;
 
 use crate::RunExecutor;
 use crate::clip_features::{store_image_features, zero_shot_logits};
-use crate::zero_shot_model::{ImageTower, ZeroShotModel, model_type_of};
+use crate::zero_shot_model::{ImageTower, ZeroShotModel};
 
-/// A fit's CLIP model and tokenizer, and its dataset.
-pub struct ClipParts {
-    pub model: ClipModel,
-    pub tokenizer: ClipTokenizer,
+/// A fit's deep-prompt model (CLIP or SigLIP) and tokenizer, and its dataset.
+pub struct DeepPromptParts {
+    pub model: Box<dyn DeepPromptModel>,
+    pub tokenizer: Box<dyn PromptTokenizer>,
     pub dataset: Rc<Dataset>,
 }
 
@@ -43,7 +42,7 @@ fn single_label_dataset(
 }
 
 /// Why prompt learning refuses the checkpoint in `dir`, if it does: a method that prompts the image
-/// tower (MaPLe, PromptSRC, HiCroPL: implemented for CLIP's own ViT only) on a SigLIP model or on a
+/// tower (MaPLe, PromptSRC, HiCroPL: implemented for CLIP's ViT and SigLIP's towers) on a
 /// BiomedCLIP-style checkpoint (timm trunk + BERT text tower).
 pub fn prompt_learning_refusal(
     encoder_name: &str,
@@ -51,16 +50,9 @@ pub fn prompt_learning_refusal(
     method: &str,
     prompts_images: bool,
 ) -> Option<String> {
-    if !prompts_images {
+    if !prompts_images || !is_timm_bert_dir(dir) {
         return None;
     }
-    let kind = if is_timm_bert_dir(dir) {
-        "a BiomedCLIP-style OpenCLIP checkpoint (timm ViT trunk + BERT text tower)"
-    } else if model_type_of(dir).is_ok_and(|t| t == "siglip") {
-        "a SigLIP checkpoint (model_type siglip)"
-    } else {
-        return None;
-    };
     let method = match method {
         "maple" => "MaPLe",
         "promptsrc" => "PromptSRC",
@@ -68,9 +60,10 @@ pub fn prompt_learning_refusal(
         other => other,
     };
     Some(format!(
-        "{method} prompts the image tower, which calibra implements for CLIP's own ViT only; encoder \
-         `{encoder_name}` ({}) is {kind} — CoOp, KgCoOp and ProGrad run on it; leave it out of this \
-         method with [regimes.coop] encoders = [...]",
+        "{method} prompts the image tower, which calibra implements for CLIP and SigLIP checkpoints; \
+         encoder `{encoder_name}` ({}) is a BiomedCLIP-style OpenCLIP checkpoint (timm ViT trunk + BERT \
+         text tower) — CoOp, KgCoOp and ProGrad run on it; leave it out of this method with \
+         [regimes.coop] encoders = [...]",
         dir.display()
     ))
 }
@@ -95,18 +88,27 @@ pub fn load_prompt_model(
     Ok(PromptParts { model, dataset })
 }
 
-/// Loads the CLIP checkpoint of `fit`'s encoder and its dataset, which must be single-label, for
-/// `method` (MaPLe, PromptSRC, HiCroPL: methods that prompt CLIP's image tower too).
-pub fn load_clip(executor: &RunExecutor, fit: &FitSpec, method: &str) -> Result<ClipParts, ExecError> {
-    let dataset = single_label_dataset(executor, fit, &format!("{method} needs"))?;
+/// Loads the CLIP or SigLIP checkpoint of `fit`'s encoder with its tokenizer, and its dataset, which
+/// must be single-label, for `method` (MaPLe, PromptSRC, HiCroPL: methods that prompt the image tower
+/// too).
+pub fn load_deep_prompt_model(
+    executor: &RunExecutor,
+    fit: &FitSpec,
+    method: &str,
+) -> Result<DeepPromptParts, ExecError> {
     let checkpoint = resolve_checkpoint(&fit.config.encoder.spec)?;
     if let Some(why) = prompt_learning_refusal(&fit.config.encoder.name, &checkpoint.dir, method, true) {
         return Err(why.into());
     }
-    let (model, _) = ClipModel::load_checkpoint(&checkpoint, &executor.device)?;
-    let tokenizer = ClipTokenizer::for_checkpoint(&checkpoint.dir)
-        .map_err(|e| format!("{}: the CLIP tokenizer: {e}", checkpoint.dir.display()))?;
-    Ok(ClipParts { model, tokenizer, dataset })
+    let PromptParts { model, dataset } = load_prompt_model(executor, fit, method)?;
+    let (model, tokenizer): (Box<dyn DeepPromptModel>, Box<dyn PromptTokenizer>) = match model {
+        ZeroShotModel::Clip(model, tokenizer) => (model, tokenizer),
+        ZeroShotModel::Siglip(model, tokenizer) => (model, tokenizer),
+        ZeroShotModel::TimmBert(..) => {
+            return Err(format!("{method}: {} has no deep-prompt towers", checkpoint.dir.display()).into());
+        }
+    };
+    Ok(DeepPromptParts { model, tokenizer, dataset })
 }
 
 /// What turns projected CLIP image features (row-major `[n, dim]`) into logits `[n, K]`.

@@ -1,4 +1,4 @@
-//! MaPLe, PromptSRC and HiCroPL fits on a CLIP-style checkpoint: unlike CoOp, these methods prompt the image
+//! MaPLe, PromptSRC and HiCroPL fits on a CLIP or SigLIP checkpoint: unlike CoOp, these methods prompt the image
 //! tower too, so their fits train on images and predict through their own prompted image tower;
 //! nothing is shared through the store's image-feature cache (those features are the unprompted
 //! tower's).
@@ -17,7 +17,8 @@ use calibra_crs::Condition;
 use calibra_data::Split;
 use calibra_models::ModelError;
 use calibra_models::clip::{
-    ClipModel, HicroplPromptLearner, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier, l2_normalize,
+    DeepPromptModel, HicroplPromptLearner, IvlpPromptLearner, MaplePromptLearner, ZeroShotClassifier,
+    l2_normalize,
 };
 use calibra_run::{ExecError, FitOutcome, FitSpec, Fitted, PredictRequest, RunContext, split_of};
 use calibra_train::coop::{
@@ -29,7 +30,7 @@ use calibra_train::train_images::UnreadableImage;
 
 use crate::RunExecutor;
 use crate::clip_features::{IMAGE_BATCH, check_rows, clip_image_features, image_request, zero_shot_logits};
-use crate::clip_fit::{ClipParts, load_clip};
+use crate::clip_fit::{DeepPromptParts, load_deep_prompt_model};
 use crate::epoch_log::EpochLog;
 use crate::prompts::prompt_classnames;
 use crate::zero_shot_model::ImageTower;
@@ -40,11 +41,11 @@ enum TrainedPrompts {
     PromptSrc(IvlpPromptLearner),
     /// HiCroPL's features are fused with the frozen towers' (the text with its teacher features,
     /// the image with the frozen image features).
-    HiCroPL(HicroplPromptLearner),
+    HiCroPL(Box<HicroplPromptLearner>),
 }
 
 impl TrainedPrompts {
-    fn text_features(&self, model: &ClipModel) -> Result<Tensor<2>, ModelError> {
+    fn text_features(&self, model: &dyn DeepPromptModel) -> Result<Tensor<2>, ModelError> {
         match self {
             TrainedPrompts::Maple(l) => l.text_features(model),
             TrainedPrompts::PromptSrc(l) => l.text_features(model),
@@ -53,18 +54,18 @@ impl TrainedPrompts {
     }
 }
 
-/// A CLIP model's image tower with a method's prompts.
+/// A CLIP or SigLIP model's image tower with a method's prompts.
 struct PromptedImageTower {
-    model: ClipModel,
+    model: Box<dyn DeepPromptModel>,
     prompts: TrainedPrompts,
 }
 
 impl ImageTower for PromptedImageTower {
     fn image_features(&self, images: Tensor<4>) -> Result<Tensor<2>, ModelError> {
         match &self.prompts {
-            TrainedPrompts::Maple(l) => l.image_features(&self.model, images),
-            TrainedPrompts::PromptSrc(l) => l.image_features(&self.model, images),
-            TrainedPrompts::HiCroPL(l) => l.image_features(&self.model, images),
+            TrainedPrompts::Maple(l) => l.image_features(self.model.as_ref(), images),
+            TrainedPrompts::PromptSrc(l) => l.image_features(self.model.as_ref(), images),
+            TrainedPrompts::HiCroPL(l) => l.image_features(self.model.as_ref(), images),
         }
     }
 }
@@ -81,7 +82,9 @@ pub(crate) fn fit<'a>(
     let c = &fit.config;
     let device = &executor.device;
     let method = config.method.name();
-    let ClipParts { model, tokenizer, dataset } = load_clip(executor, fit, method)?;
+    let DeepPromptParts { model: boxed_model, tokenizer, dataset } =
+        load_deep_prompt_model(executor, fit, method)?;
+    let (model, tokenizer) = (boxed_model.as_ref(), tokenizer.as_ref());
     let classnames = prompt_classnames(&dataset.labels.names);
     let split = split_of(&dataset, &c.split)?;
     let train_rows = calibra_data::label_fraction(&dataset, &split.train, c.label_fraction, c.seed)?;
@@ -110,8 +113,8 @@ pub(crate) fn fit<'a>(
     let (prompts, resumed_from) = match config.method {
         CoopMethod::Maple { .. } => {
             let out = train_maple(
-                &model,
-                &tokenizer,
+                model,
+                tokenizer,
                 &classnames,
                 &mut images,
                 &labels,
@@ -125,8 +128,8 @@ pub(crate) fn fit<'a>(
         }
         CoopMethod::PromptSrc { .. } => {
             let out = train_promptsrc(
-                &model,
-                &tokenizer,
+                model,
+                tokenizer,
                 &classnames,
                 &mut images,
                 &labels,
@@ -140,8 +143,8 @@ pub(crate) fn fit<'a>(
         }
         CoopMethod::HiCroPL { .. } => {
             let out = train_hicropl(
-                &model,
-                &tokenizer,
+                model,
+                tokenizer,
                 &classnames,
                 &mut images,
                 &labels,
@@ -151,7 +154,7 @@ pub(crate) fn fit<'a>(
                 Some(&checkpoint_dir),
                 &mut |s| log.step(s, ctx),
             )?;
-            (TrainedPrompts::HiCroPL(out.learner), out.resumed_from)
+            (TrainedPrompts::HiCroPL(Box::new(out.learner)), out.resumed_from)
         }
         _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
     };
@@ -160,11 +163,11 @@ pub(crate) fn fit<'a>(
     let head = ZeroShotClassifier {
         classnames,
         templates: Vec::new(),
-        class_embeddings: l2_normalize(prompts.text_features(&model)?),
+        class_embeddings: l2_normalize(prompts.text_features(model)?),
         scale: model.logit_scale_exp(),
-        bias: 0.0,
+        bias: model.logit_bias(),
     };
-    let tower = PromptedImageTower { model, prompts };
+    let tower = PromptedImageTower { model: boxed_model, prompts };
     Ok(FitOutcome::Model(Box::new(PromptedPredictor { kind: method, fit, tower, head, device })))
 }
 

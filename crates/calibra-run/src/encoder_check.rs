@@ -9,8 +9,8 @@
 //!   `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`), resolved
 //!   as the `calibra` binary resolves it (offline: `refs/<rev>`, else the only snapshot);
 //! - its `config.json` `model_type` must suit every regime that runs on it: zero-shot, CoOp, KgCoOp and
-//!   ProGrad need a CLIP or SigLIP checkpoint ([`names::ZERO_SHOT_MODEL_TYPES`],
-//!   [`names::COOP_MODEL_TYPES`]), MaPLe, PromptSRC and HiCroPL a CLIP ([`names::CLIP_MODEL_TYPES`]),
+//!   ProGrad, MaPLe, PromptSRC and HiCroPL need a CLIP or SigLIP checkpoint
+//!   ([`names::ZERO_SHOT_MODEL_TYPES`], [`names::COOP_MODEL_TYPES`]),
 //!   LoRA a family calibra can inject adapters into ([`names::LORA_MODEL_TYPES`]), with `targets`
 //!   that wrap at least one of its projections ([`names::lora_targets_match`]: `query`/`value` match
 //!   nothing in a timm ViT, whose attention is one fused `qkv`).
@@ -161,11 +161,8 @@ fn readers(recipe: &Recipe, encoder: &EncoderEntry) -> Vec<(&'static str, Option
     if let Some(c) = &r.coop
         && in_scope(c.encoders.as_deref(), &name)
     {
+        // MaPLe, PromptSRC and HiCroPL run on the same CLIP and SigLIP checkpoints as CoOp.
         out.push(("coop", Some(names::COOP_MODEL_TYPES)));
-        let methods = c.methods.as_deref().unwrap_or_default();
-        if methods.iter().any(|m| names::IMAGE_PROMPT_METHODS.contains(&m.as_str())) {
-            out.push(("coop-image-prompts", Some(names::CLIP_MODEL_TYPES)));
-        }
     }
     if let Some(f) = &r.full
         && in_scope(f.encoders.as_deref(), &name)
@@ -246,13 +243,8 @@ pub(crate) fn check_encoders(
             let what = match regime {
                 "lora" => "LoRA is implemented for",
                 "coop" => "CoOp needs a CLIP or SigLIP checkpoint (image and text towers):",
-                "coop-image-prompts" => {
-                    "MaPLe, PromptSRC and HiCroPL (methods) prompt the image tower, which calibra \
-                     implements for CLIP only; they need"
-                }
                 _ => "zero-shot needs a CLIP or SigLIP checkpoint (image and text towers):",
             };
-            let regime = if regime == "coop-image-prompts" { "coop" } else { regime };
             problem(
                 root.key("regimes").key(regime),
                 format!(
@@ -295,29 +287,22 @@ mod tests {
     const LORA: &str =
         "[regimes.lora]\nr = 4\nalpha = 8.0\ndropout = 0.0\nlr = 1e-4\nepochs = 1\ntargets = [\"query\"]\n";
 
-    /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot, CoOp, KgCoOp and
-    /// ProGrad; MaPLe, PromptSRC and HiCroPL on it are refused by name.
+    /// Issue 25 item 5: a SigLIP checkpoint (`SiglipModel`) runs zero-shot and every prompt method,
+    /// MaPLe, PromptSRC and HiCroPL included; a ViT does not.
     #[test]
-    fn siglip_runs_zero_shot_and_coop_and_image_prompts_on_it_are_refused_by_name() {
+    fn siglip_runs_zero_shot_and_every_prompt_method() {
         let dir = tempfile::tempdir().unwrap();
         let siglip = checkpoint(&dir.path().join("siglip"), "siglip");
         let encoders = format!("[[encoders]]\nsource = \"{siglip}\"\n");
         let zs = "[regimes.zero-shot]\ntemplates = [\"P1\"]\n";
         assert!(problems(&recipe(&encoders, &format!("{LORA}{zs}")), dir.path()).is_empty());
-        let coop = "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"kgcoop\", \"prograd\"]\n";
-        assert!(problems(&recipe(&encoders, coop), dir.path()).is_empty());
-        for method in ["maple", "promptsrc", "hicropl"] {
-            let coop = format!(
-                "[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"coop\", \"{method}\"]\n"
-            );
-            let found = problems(&recipe(&encoders, &coop), dir.path()).join("\n");
-            assert!(
-                found.contains("regimes.coop")
-                    && found.contains("MaPLe, PromptSRC and HiCroPL")
-                    && found.contains("siglip"),
-                "{method}: {found}"
-            );
-        }
+        let methods = "[\"coop\", \"kgcoop\", \"prograd\", \"maple\", \"promptsrc\", \"hicropl\"]";
+        let coop = format!("[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = {methods}\n");
+        assert!(problems(&recipe(&encoders, &coop), dir.path()).is_empty());
+        let vit = checkpoint(&dir.path().join("vit"), "vit");
+        let found =
+            problems(&recipe(&format!("[[encoders]]\nsource = \"{vit}\"\n"), &coop), dir.path()).join("\n");
+        assert!(found.contains("regimes.coop") && found.contains("CLIP or SigLIP"), "{found}");
     }
 
     /// Issue 17: `query` / `value` wrap nothing in a timm ViT (one fused `qkv`), and `qkv` nothing in a

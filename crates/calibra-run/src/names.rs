@@ -253,17 +253,13 @@ pub const TIMM_RESNET_MODEL_TYPE: &str = "timm_resnet";
 /// calibra-models: PEFT names OpenCLIP's fused attention differently).
 pub const OPEN_CLIP_MODEL_TYPE: &str = "open_clip";
 
-/// `config.json` `model_type`s of CLIP models (and native OpenCLIP checkpoints,
-/// [`OPEN_CLIP_MODEL_TYPE`]): what the prompt-learning methods that prompt the image tower too
-/// ([`IMAGE_PROMPT_METHODS`]) run on.
-pub const CLIP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE];
-
-/// `config.json` `model_type`s CoOp, KgCoOp and ProGrad run on: CLIP, native OpenCLIP and SigLIP
+/// `config.json` `model_type`s every prompt-learning method (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC,
+/// HiCroPL) runs on: CLIP, native OpenCLIP and SigLIP
 /// (whose text tower the context is learned through; sigmoid-trained logits read through the
 /// softmax over classes, as in zero-shot).
 pub const COOP_MODEL_TYPES: &[&str] = &["clip", OPEN_CLIP_MODEL_TYPE, "siglip"];
 
-/// Prompt-learning methods that prompt the image tower too (CLIP only, [`CLIP_MODEL_TYPES`]).
+/// Prompt-learning methods that prompt the image tower too (on CLIP and SigLIP, as CoOp).
 pub const IMAGE_PROMPT_METHODS: &[&str] = &["maple", "promptsrc", "hicropl"];
 
 /// `config.json` `model_type`s zero-shot classification supports: CLIP (softmax-trained logits), native

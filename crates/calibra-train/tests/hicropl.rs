@@ -1,4 +1,8 @@
-//! HiCroPL on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip):
+//! HiCroPL on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip),
+//! and on the tiny SigLIP fixture (crates/calibra-models/tests/fixtures/siglip_model), where no
+//! reference exists: calibra's port ([`calibra_models::siglip_deep_prompts`]) against the same port
+//! stated in torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py, section
+//! `hicropl`), with the same tolerances:
 //!
 //! - golden: the teacher text features, the mapped prompts, the fused features, the logits, the
 //!   distillation terms and three full-batch Adam steps from fixed parameters against
@@ -17,11 +21,10 @@ mod prompt_golden;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_models::clip::{ClipModel, HicroplConfig, HicroplPromptLearner};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{DeepPromptModel, HicroplConfig, HicroplPromptLearner, PromptTokenizer};
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, hicropl_terms, train_hicropl, train_hicropl_learner};
-use prompt_golden::{floats, host, load, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{floats, host, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -53,8 +56,8 @@ fn learner_config(g: &Value, cross_layer: usize) -> HicroplConfig {
 
 /// The learner of a golden case, with the script's initial values.
 fn golden_learner(
-    model: &ClipModel,
-    tok: &ClipTokenizer,
+    model: &dyn DeepPromptModel,
+    tok: &dyn PromptTokenizer,
     g: &Value,
     cross_layer: usize,
     init: &Value,
@@ -100,12 +103,25 @@ fn scalar(v: &Value) -> f64 {
 
 #[test]
 fn hicropl_matches_the_torch_reference_forward_and_step_by_step() {
-    let g = golden();
     let (model, tok, device) = load();
+    check_against_torch(&model, &tok, &golden(), &device);
+}
+
+/// HiCroPL on SigLIP: calibra's port (`calibra_models::siglip_deep_prompts`) against the same port in
+/// torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py), 4 mapper heads.
+#[test]
+fn hicropl_on_siglip_matches_the_port_in_torch() {
+    let (model, tok, device) = load_siglip();
+    check_against_torch(&model, &tok, &prompt_golden::golden("deep_prompts_siglip.json")["hicropl"], &device);
+}
+
+/// The golden's mapping, features, logits and steps (module docs), on any deep-prompt model.
+fn check_against_torch(model: &dyn DeepPromptModel, tok: &dyn PromptTokenizer, g: &Value, device: &Device) {
+    let (g, device) = (g.clone(), device.clone());
     let images = prompt_golden::images(&g, &device);
     let labels = usizes(&g["labels"]);
     let cross_layer = g["cross_layer"].as_u64().unwrap() as usize;
-    let learner = golden_learner(&model, &tok, &g, cross_layer, &g["init"], &device);
+    let learner = golden_learner(model, tok, &g, cross_layer, &g["init"], &device);
 
     let ctx = &learner.prompt_values()[0];
     assert_eq!(ctx.0, "cross_prompts_text.0");
@@ -118,9 +134,9 @@ fn hicropl_matches_the_torch_reference_forward_and_step_by_step() {
     // One forward pass: map, then the fused features, the logits and the terms.
     let mapped = learner.clone().mapped();
     check_prompts("mapped", &mapped, &g["mapped"], 1e-5);
-    let text = host(mapped.text_features(&model).unwrap());
-    let image = host(mapped.image_features(&model, images.clone()).unwrap());
-    let (logits, distill_text, distill_image) = hicropl_terms(&mapped, &model, images.clone()).unwrap();
+    let text = host(mapped.text_features(model).unwrap());
+    let image = host(mapped.image_features(model, images.clone()).unwrap());
+    let (logits, distill_text, distill_image) = hicropl_terms(&mapped, model, images.clone()).unwrap();
     for (what, got, key) in [
         ("fused text features", &text, "text_features"),
         ("fused image features", &image, "image_features"),
@@ -145,7 +161,7 @@ fn hicropl_matches_the_torch_reference_forward_and_step_by_step() {
     let mut start = learner.clone();
     let mapper_before: Vec<(String, Vec<f32>)> = named_mapper_values(&mut start);
     let out = train_hicropl_learner(
-        &model,
+        model,
         &classnames,
         learner.clone(),
         &mut batches,
@@ -164,7 +180,7 @@ fn hicropl_matches_the_torch_reference_forward_and_step_by_step() {
     }
     // The trained learner is the last step's prompts mapped once more: the golden's final prompts,
     // mapped by calibra, must equal it, and its logits the reference's next forward pass.
-    let want_final = golden_learner(&model, &tok, &g, cross_layer, &g["init"], &device)
+    let want_final = golden_learner(model, tok, &g, cross_layer, &g["init"], &device)
         .with_named_values(&named(&g["final"]), &device)
         .unwrap();
     let start_values = learner.prompt_values();
@@ -179,7 +195,7 @@ fn hicropl_matches_the_torch_reference_forward_and_step_by_step() {
         let moved = max_diff(start, &floats(&g["final"][name]));
         assert!(moved > 1e-3, "{name} barely moved in torch ({moved:e}): the check would be vacuous");
     }
-    let logits = host(out.learner.logits(&model, images.clone()).unwrap());
+    let logits = host(out.learner.logits(model, images.clone()).unwrap());
     let diff = max_diff(&logits, &floats(&g["inference_logits"]));
     eprintln!("logits of the trained learner: max |calibra - torch| = {diff:e}");
     assert!(diff <= 1e-4, "logits of the trained learner: max |diff| {diff:e}");

@@ -1,4 +1,8 @@
-//! MaPLe on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip):
+//! MaPLe on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip),
+//! and on the tiny SigLIP fixture (crates/calibra-models/tests/fixtures/siglip_model), where no
+//! reference exists: calibra's port ([`calibra_models::siglip_deep_prompts`]) against the same port
+//! stated in torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py, section
+//! `maple`), with the same tolerances:
 //!
 //! - golden: the prompted text and image features, the logits and three full-batch SGD steps from
 //!   fixed parameters against scripts/golden/maple_steps.py (the reference's MaPLe re-expressed on
@@ -15,12 +19,11 @@ mod prompt_golden;
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor};
-use calibra_models::clip::{ClipModel, MapleConfig, MaplePromptLearner, MapleValues};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{DeepPromptModel, MapleConfig, MaplePromptLearner, MapleValues, PromptTokenizer};
 use calibra_train::augment::Augment;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, train_maple, train_maple_learner};
-use prompt_golden::{floats, host, load, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{floats, host, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -48,14 +51,19 @@ fn case(g: &Value, device: &Device) -> Case {
 }
 
 /// The learner of the golden case, with the script's initial values.
-fn golden_learner(model: &ClipModel, tok: &ClipTokenizer, c: &Case, device: &Device) -> MaplePromptLearner {
+fn golden_learner(
+    model: &dyn DeepPromptModel,
+    tok: &dyn PromptTokenizer,
+    c: &Case,
+    device: &Device,
+) -> MaplePromptLearner {
     let learner = MapleConfig::new()
         .with_n_ctx(c.n_ctx)
         .with_depth(c.depth)
         .with_ctx_init(Some(c.ctx_init.clone()))
         .init(model, tok, &c.classnames, device)
         .unwrap();
-    let (dt, dv) = (model.text_model.d_model(), model.vision_model.class_embedding.dims()[0]);
+    let (dt, dv) = (model.token_width(), model.vision_width());
     let bound = 1.0 / (dt as f64).sqrt();
     let ctx = learner.values().ctx;
     let values = MapleValues {
@@ -85,16 +93,29 @@ fn golden_config(g: &Value, c: &Case) -> CoopConfig {
 
 #[test]
 fn maple_matches_the_torch_reference_forward_and_step_by_step() {
-    let g = golden();
     let (model, tok, device) = load();
+    check_against_torch(&model, &tok, &golden(), &device);
+}
+
+/// MaPLe on SigLIP: calibra's port (`calibra_models::siglip_deep_prompts`) against the same port in
+/// torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py).
+#[test]
+fn maple_on_siglip_matches_the_port_in_torch() {
+    let (model, tok, device) = load_siglip();
+    check_against_torch(&model, &tok, &prompt_golden::golden("deep_prompts_siglip.json")["maple"], &device);
+}
+
+/// The golden's features, logits and steps (module docs), on any deep-prompt model.
+fn check_against_torch(model: &dyn DeepPromptModel, tok: &dyn PromptTokenizer, g: &Value, device: &Device) {
+    let (g, device) = (g.clone(), device.clone());
     let c = case(&g, &device);
-    let learner = golden_learner(&model, &tok, &c, &device);
+    let learner = golden_learner(model, tok, &c, &device);
 
     let ctx_diff = max_diff(&learner.values().ctx, &floats(&g["ctx_init_values"]));
     assert!(ctx_diff <= 1e-6, "phrase init: max |ctx - torch| {ctx_diff:e}");
-    let text = host(learner.text_features(&model).unwrap());
-    let image = host(learner.image_features(&model, c.images.clone()).unwrap());
-    let logits = host(learner.logits(&model, c.images.clone()).unwrap());
+    let text = host(learner.text_features(model).unwrap());
+    let image = host(learner.image_features(model, c.images.clone()).unwrap());
+    let logits = host(learner.logits(model, c.images.clone()).unwrap());
     for (what, got, key) in [
         ("text features", &text, "text_features"),
         ("image features", &image, "image_features"),
@@ -110,8 +131,8 @@ fn maple_matches_the_torch_reference_forward_and_step_by_step() {
     let mut batches = rows_of(&c.images);
     let init = learner.values();
     let out = train_maple_learner(
-        &model,
-        &tok,
+        model,
+        tok,
         &c.classnames,
         learner,
         &mut batches,

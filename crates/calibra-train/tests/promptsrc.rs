@@ -1,4 +1,8 @@
-//! PromptSRC on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip):
+//! PromptSRC on the tiny random CLIP fixture of calibra-models (crates/calibra-models/tests/fixtures/clip),
+//! and on the tiny SigLIP fixture (crates/calibra-models/tests/fixtures/siglip_model), where no
+//! reference exists: calibra's port ([`calibra_models::siglip_deep_prompts`]) against the same port
+//! stated in torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py, section
+//! `promptsrc`), with the same tolerances:
 //!
 //! - golden: the frozen text features averaged over PromptSRC's 60 templates, the zero-shot and the
 //!   prompted logits, three full-batch steps of the full objective (CE + text L1 + image L1 + KL) and
@@ -14,12 +18,13 @@ mod prompt_golden;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_models::clip::{ClipModel, IvlpConfig, IvlpPromptLearner, IvlpValues, ZeroShotClassifier};
-use calibra_models::tokenizer::ClipTokenizer;
+use calibra_models::clip::{
+    DeepPromptModel, IvlpConfig, IvlpPromptLearner, IvlpValues, PromptTokenizer, l2_normalize,
+};
 use calibra_train::build_loss;
 use calibra_train::coop::promptsrc::{gpa_weights, template_mean_text_features};
 use calibra_train::coop::{CoopConfig, CoopMethod, train_promptsrc, train_promptsrc_learner};
-use prompt_golden::{floats, host, images, load, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{floats, host, images, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -30,7 +35,12 @@ fn get(g: &Value, key: &str) -> usize {
     g[key].as_u64().unwrap() as usize
 }
 
-fn learner(g: &Value, model: &ClipModel, tok: &ClipTokenizer, device: &Device) -> IvlpPromptLearner {
+fn learner(
+    g: &Value,
+    model: &dyn DeepPromptModel,
+    tok: &dyn PromptTokenizer,
+    device: &Device,
+) -> IvlpPromptLearner {
     let (mt, mv) = (get(g, "n_ctx_text"), get(g, "n_ctx_vision"));
     let (jt, jv) = (get(g, "depth_text"), get(g, "depth_vision"));
     let learner = IvlpConfig::new()
@@ -41,7 +51,7 @@ fn learner(g: &Value, model: &ClipModel, tok: &ClipTokenizer, device: &Device) -
         .with_ctx_init(Some(g["ctx_init"].as_str().unwrap().into()))
         .init(model, tok, &strings(&g["classnames"]), device)
         .unwrap();
-    let (dt, dv) = (model.text_model.d_model(), model.vision_model.class_embedding.dims()[0]);
+    let (dt, dv) = (model.token_width(), model.vision_width());
     let values = IvlpValues {
         ctx: learner.values().ctx,
         deep_text: (0..jt - 1).map(|i| wave(mt * dt, 0.02, 1.0 + i as f64)).collect(),
@@ -85,25 +95,37 @@ fn flat_of(v: &Value) -> Vec<f32> {
 
 #[test]
 fn promptsrc_matches_the_torch_reference_step_by_step_with_prompt_aggregation() {
-    let g = golden();
     let (model, tok, device) = load();
+    check_against_torch(&model, &tok, &golden(), &device);
+}
+
+/// PromptSRC on SigLIP: calibra's port (`calibra_models::siglip_deep_prompts`) against the same port
+/// in torch on transformers' SiglipModel (scripts/golden/deep_prompts_siglip.py).
+#[test]
+fn promptsrc_on_siglip_matches_the_port_in_torch() {
+    let (model, tok, device) = load_siglip();
+    check_against_torch(
+        &model,
+        &tok,
+        &prompt_golden::golden("deep_prompts_siglip.json")["promptsrc"],
+        &device,
+    );
+}
+
+/// The golden's features, logits, steps and aggregate (module docs), on any deep-prompt model.
+fn check_against_torch(model: &dyn DeepPromptModel, tok: &dyn PromptTokenizer, g: &Value, device: &Device) {
+    let (g, device) = (g.clone(), device.clone());
     let classnames = strings(&g["classnames"]);
     let labels = usizes(&g["labels"]);
     let images = images(&g, &device);
-    let learner = learner(&g, &model, &tok, &device);
+    let learner = learner(&g, model, tok, &device);
 
     let diff = max_diff(&learner.values().ctx, &floats(&g["ctx_init_values"]));
     assert!(diff <= 1e-6, "phrase init: {diff:e}");
-    let fixed = template_mean_text_features(&model, &tok, &classnames, &device).unwrap();
-    let zs = ZeroShotClassifier {
-        classnames: classnames.clone(),
-        templates: vec![],
-        class_embeddings: fixed.clone(),
-        scale: model.logit_scale_exp(),
-        bias: 0.0,
-    };
-    let zs_logits = host(zs.logits_from_features(model.image_features(images.clone()).unwrap()));
-    let logits = host(learner.logits(&model, images.clone()).unwrap());
+    let fixed = template_mean_text_features(model, tok, &classnames, &device).unwrap();
+    let frozen = l2_normalize(model.frozen_image_features(images.clone()).unwrap());
+    let zs_logits = host(model.prompt_logits(frozen, fixed.clone()));
+    let logits = host(learner.logits(model, images.clone()).unwrap());
     for (what, got, key) in [
         ("template-mean text features", host(fixed), "fixed_text_features"),
         ("zero-shot logits", zs_logits, "zero_shot_logits"),
@@ -120,8 +142,8 @@ fn promptsrc_matches_the_torch_reference_step_by_step_with_prompt_aggregation() 
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let mut batches = rows_of(&images);
     let out = train_promptsrc_learner(
-        &model,
-        &tok,
+        model,
+        tok,
         &classnames,
         learner,
         &mut batches,

@@ -28,6 +28,16 @@ pub fn load() -> (ClipModel, ClipTokenizer, Device) {
     (model, tok, device)
 }
 
+/// The tiny SigLIP fixture of calibra-models and its tokenizer, on the CPU.
+pub fn load_siglip()
+-> (calibra_models::siglip_model::SiglipModel, calibra_models::siglip_tokenizer::SiglipTokenizer, Device) {
+    let device = Device::flex();
+    let dir = fixtures().join("siglip_model");
+    let (model, _) = calibra_models::siglip_model::SiglipModel::load(dir.to_str().unwrap(), &device).unwrap();
+    let tok = calibra_models::siglip_tokenizer::SiglipTokenizer::from_dir(&dir).unwrap();
+    (model, tok, device)
+}
+
 /// `tests/golden/<name>`, parsed.
 pub fn golden(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
