@@ -98,7 +98,7 @@ fn zero_shot_and_features_take_the_biomedclip_loader() {
 
 /// CoOp (and KgCoOp, ProGrad) runs on the BERT text tower (checked step by step against torch in
 /// calibra-train's coop_biomedclip test): here it reaches the BiomedCLIP loader; MaPLe, which prompts
-/// the image tower (CLIP's own ViT only), is refused by name.
+/// the image tower (CLIP and SigLIP towers only), is refused by name.
 #[test]
 fn coop_takes_the_biomedclip_loader_and_maple_and_lora_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -138,7 +138,7 @@ fn coop_takes_the_biomedclip_loader_and_maple_and_lora_are_refused() {
     assert!(
         stderr.contains("MaPLe")
             && stderr.contains("BERT text tower")
-            && stderr.contains("CLIP's own ViT only"),
+            && stderr.contains("CLIP and SigLIP checkpoints"),
         "{stderr}"
     );
 

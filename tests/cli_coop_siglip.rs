@@ -4,8 +4,9 @@
 //!
 //! - `calibra train --regime coop --method coop|kgcoop|prograd` trains, writes finite records whose
 //!   learned head carries SigLIP's `logit_bias`, and KgCoOp's prompts differ from CoOp's;
-//! - a context too long for SigLIP's context length, and MaPLe (which prompts the image tower,
-//!   implemented for CLIP only) are refused by name before any training.
+//! - `--method maple|promptsrc|hicropl` (which prompt the image tower too, calibra's SigLIP port)
+//!   train on it and write finite records under their own probe names;
+//! - a context too long for SigLIP's context length is refused by name before any training.
 
 mod common;
 
@@ -17,7 +18,17 @@ use common::{calibra, tiny_siglip_checkpoint};
 const DATA: &str = "synth:derm?n=40&size=32";
 
 fn train(ck: &std::path::Path, out: &std::path::Path, method: &str, n_ctx: &str) -> std::process::Output {
-    calibra(&[
+    train_with(ck, out, method, n_ctx, &[])
+}
+
+fn train_with(
+    ck: &std::path::Path,
+    out: &std::path::Path,
+    method: &str,
+    n_ctx: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
         "train",
         "--encoder",
         ck.to_str().unwrap(),
@@ -37,7 +48,9 @@ fn train(ck: &std::path::Path, out: &std::path::Path, method: &str, n_ctx: &str)
         "none",
         "--out",
         out.to_str().unwrap(),
-    ])
+    ];
+    args.extend_from_slice(extra);
+    calibra(&args)
 }
 
 #[test]
@@ -73,17 +86,47 @@ fn coop_methods_train_on_a_siglip_checkpoint() {
 }
 
 #[test]
-fn a_context_too_long_and_maple_on_siglip_are_named() {
+fn deep_prompt_methods_train_on_a_siglip_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = tiny_siglip_checkpoint(tmp.path(), true);
+    // The tiny SigLIP has 2 blocks per tower and a 16-token context: "a photo of a" (5 tokens in its
+    // vocabulary) and "basal cell carcinoma" do not fit together, so the context starts from "a".
+    for (method, extra) in [
+        ("maple", &["--maple-depth", "2", "--maple-n-ctx", "1"][..]),
+        ("promptsrc", &["--promptsrc-depth", "2", "--promptsrc-n-ctx", "1"][..]),
+        ("hicropl", &["--hicropl-depth", "2", "--hicropl-cross-layer", "1", "--hicropl-n-ctx", "1"][..]),
+    ] {
+        let store = tmp.path().join(method);
+        let extra = [extra, &["--ctx-init", "a"][..]].concat();
+        let run = train_with(&ck, &store, method, "1", &extra);
+        assert!(run.status.success(), "{method}: {}", String::from_utf8_lossy(&run.stderr));
+        let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
+        let records: Vec<serde_json::Value> =
+            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(records.len(), 1, "{method}: clean × none");
+        assert_eq!(records[0]["probe"], format!("{method}+ce").as_str());
+        for m in ["accuracy", "ece", "nll"] {
+            assert!(records[0]["metrics"][m].as_f64().is_some_and(f64::is_finite), "{method}: {m}");
+        }
+    }
+}
+
+#[test]
+fn a_context_too_long_is_named() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = tiny_siglip_checkpoint(tmp.path(), true);
     let run = train(&ck, &tmp.path().join("long"), "coop", "4");
     assert!(!run.status.success());
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("basal cell carcinoma") && err.contains("context length 16"), "{err}");
-
-    let run = train(&ck, &tmp.path().join("maple"), "maple", "2");
+    assert!(!tmp.path().join("long/fits").exists(), "nothing trained before the refusal");
+    // MaPLe's default context phrase does not fit the tiny context either: the error names the
+    // prompt, not a context size the user did not ask for.
+    let run = train_with(&ck, &tmp.path().join("maple"), "maple", "2", &["--maple-depth", "2"]);
     assert!(!run.status.success());
     let err = String::from_utf8_lossy(&run.stderr);
-    assert!(err.contains("MaPLe") && err.contains("CLIP only") && err.contains("siglip"), "{err}");
-    assert!(!tmp.path().join("maple/fits").exists(), "nothing trained before the refusal");
+    assert!(
+        err.contains("\"a photo of a basal cell carcinoma.\" needs") && err.contains("context length 16"),
+        "{err}"
+    );
 }

@@ -24,7 +24,7 @@ pub enum TrainRegime {
     /// Every encoder weight + a linear head.
     Full,
     /// Prompt context vectors of a CLIP-style or SigLIP encoder (image and text towers frozen;
-    /// MaPLe, PromptSRC and HiCroPL: CLIP only).
+    /// MaPLe, PromptSRC and HiCroPL prompt both towers, not on BiomedCLIP-style checkpoints).
     Coop,
 }
 

@@ -110,9 +110,9 @@ fn lay_out(
 ) -> Result<Vec<u32>, ModelError> {
     let used = prefix.len() + n_slots + content.len() + 1;
     if used > length {
+        let slots = if n_slots == 0 { String::new() } else { format!(" with {n_slots} context tokens") };
         return Err(ModelError::Input(format!(
-            "{family} prompt {text:?} with {n_slots} context tokens needs {used} tokens, more than the \
-             context length {length}"
+            "{family} prompt {text:?}{slots} needs {used} tokens, more than the context length {length}"
         )));
     }
     let mut ids = Vec::with_capacity(length);
