@@ -27,7 +27,7 @@
 
 use burn::prelude::*;
 
-use crate::clip::deep_prompts::{check_deep, replace_rows};
+use crate::clip::deep_prompts::{check_deep, run_prompted_blocks};
 use crate::error::ModelError;
 use crate::siglip::SiglipVisionTransformer;
 use crate::siglip_text::SiglipTextTransformer;
@@ -60,15 +60,8 @@ impl SiglipTextTransformer {
             )));
         }
         let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
-        let mut x = embeds + pos;
-        for (i, block) in self.blocks.iter().enumerate() {
-            if i >= 1
-                && let Some(rows) = deep.get(i - 1)
-            {
-                x = replace_rows(x, slots, rows.clone());
-            }
-            x = block.forward(x);
-        }
+        let x = embeds + pos;
+        let x = run_prompted_blocks(&self.blocks, x, slots, deep);
         let last = self.final_layer_norm.forward(x);
         Ok(self.head.forward(last.narrow(1, n - 1, 1).reshape([b, d])))
     }
@@ -93,15 +86,8 @@ impl SiglipVisionTransformer {
             )));
         }
         check_deep("SigLIP vision", deep, m, d, self.n_layers())?;
-        let mut x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
-        for (i, block) in self.blocks.iter().enumerate() {
-            if i >= 1
-                && let Some(rows) = deep.get(i - 1)
-            {
-                x = replace_rows(x, n, rows.clone());
-            }
-            x = block.forward(x);
-        }
+        let x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
+        let x = run_prompted_blocks(&self.blocks, x, n, deep);
         Ok(self.pool_hidden(x.narrow(1, 0, n)))
     }
 }

@@ -23,7 +23,9 @@ use calibra_models::clip::{DeepPromptModel, MapleConfig, MaplePromptLearner, Map
 use calibra_train::augment::Augment;
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, train_maple, train_maple_learner};
-use prompt_golden::{floats, host, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{
+    floats, host, killing_progress, load, load_siglip, max_diff, rows_of, strings, usizes, wave,
+};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -204,13 +206,7 @@ fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let run = |config: &CoopConfig, dir: Option<&Path>, stop_after: Option<usize>| {
         let mut batches = rows_of(&c.images);
-        let mut seen = 0;
-        let mut progress = |_: &calibra_train::trainer::StepReport| {
-            seen += 1;
-            if stop_after == Some(seen) {
-                panic!("killed");
-            }
-        };
+        let mut progress = killing_progress(stop_after);
         train_maple(
             &model,
             &tok,

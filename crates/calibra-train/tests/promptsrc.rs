@@ -24,7 +24,9 @@ use calibra_models::clip::{
 use calibra_train::build_loss;
 use calibra_train::coop::promptsrc::{gpa_weights, template_mean_text_features};
 use calibra_train::coop::{CoopConfig, CoopMethod, train_promptsrc, train_promptsrc_learner};
-use prompt_golden::{floats, host, images, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{
+    floats, host, images, killing_progress, load, load_siglip, max_diff, rows_of, strings, usizes, wave,
+};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -186,13 +188,7 @@ fn a_killed_run_resumes_to_the_same_aggregated_prompts() {
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let run = |dir: Option<&Path>, stop_after: Option<usize>| {
         let mut batches = rows_of(&images);
-        let mut seen = 0;
-        let mut progress = |_: &calibra_train::trainer::StepReport| {
-            seen += 1;
-            if stop_after == Some(seen) {
-                panic!("killed");
-            }
-        };
+        let mut progress = killing_progress(stop_after);
         train_promptsrc(
             &model,
             &tok,

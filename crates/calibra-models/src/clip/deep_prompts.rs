@@ -26,6 +26,7 @@ use super::prompt_text::PromptTokenizer;
 use super::text::ClipTextTransformer;
 use super::vision::ClipVisionTransformer;
 use crate::error::ModelError;
+use crate::layers::TransformerBlock;
 
 /// A `[rows, cols]` matrix of `N(0, 0.02²)` values from a seeded ChaCha8 stream (the reference's
 /// `nn.init.normal_(·, std=0.02)` for prompt vectors).
@@ -131,7 +132,7 @@ pub(crate) fn assemble(prefix: Option<&Tensor<3>>, ctx: Tensor<2>, suffix: &Tens
 }
 
 /// `x` with rows `start..start + m` of every sequence replaced by `rows: [m, d]`.
-pub(crate) fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
+fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tensor<3> {
     let [b, n, d] = x.dims();
     let m = rows.dims()[0];
     let rows = rows.unsqueeze_dim::<3>(0).expand([b, m, d]);
@@ -144,6 +145,25 @@ pub(crate) fn replace_rows(x: Tensor<3>, start: usize, rows: Tensor<2>) -> Tenso
         parts.push(x.narrow(1, start + m, n - start - m));
     }
     Tensor::cat(parts, 1)
+}
+
+/// Runs `blocks` over `x`, `deep[i-1]` (`[m, d]`) replacing rows `start..start+m` of every sequence
+/// before block `i ≥ 1` (the deep-prompt forward of both towers of CLIP and SigLIP).
+pub(crate) fn run_prompted_blocks(
+    blocks: &[TransformerBlock],
+    mut x: Tensor<3>,
+    start: usize,
+    deep: &[Tensor<2>],
+) -> Tensor<3> {
+    for (i, block) in blocks.iter().enumerate() {
+        if i >= 1
+            && let Some(rows) = deep.get(i - 1)
+        {
+            x = replace_rows(x, start, rows.clone());
+        }
+        x = block.forward(x);
+    }
+    x
 }
 
 /// Checks that every deep prompt is `[m, d]` and that there are fewer than `n_layers` of them.
@@ -199,15 +219,8 @@ impl ClipTextTransformer {
             )));
         }
         let pos = self.position_embedding.weight.val().narrow(0, 0, n).unsqueeze_dim::<3>(0);
-        let mut x = embeds + pos;
-        for (i, block) in self.blocks.iter().enumerate() {
-            if i >= 1
-                && let Some(rows) = deep.get(i - 1)
-            {
-                x = replace_rows(x, slots, rows.clone());
-            }
-            x = block.forward(x);
-        }
+        let x = embeds + pos;
+        let x = run_prompted_blocks(&self.blocks, x, slots, deep);
         let last = self.final_layer_norm.forward(x);
         let index: Vec<i64> = pool_positions.iter().enumerate().map(|(i, &p)| (i * n + p) as i64).collect();
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [b]), &last.device());
@@ -235,15 +248,8 @@ impl ClipVisionTransformer {
         }
         check_deep("CLIP vision", deep, m, d, self.n_layers())?;
         let x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
-        let mut x = self.pre_layernorm.forward(x);
-        for (i, block) in self.blocks.iter().enumerate() {
-            if i >= 1
-                && let Some(rows) = deep.get(i - 1)
-            {
-                x = replace_rows(x, n, rows.clone());
-            }
-            x = block.forward(x);
-        }
+        let x = self.pre_layernorm.forward(x);
+        let x = run_prompted_blocks(&self.blocks, x, n, deep);
         Ok(self.pool_hidden(x))
     }
 }

@@ -86,6 +86,18 @@ pub fn host(t: Tensor<2>) -> Vec<f32> {
     t.to_data().iter::<f32>().collect()
 }
 
+/// A progress callback that kills the run (panics) at its `stop_after`-th step report, for the
+/// kill-and-resume tests; `None` never kills.
+pub fn killing_progress(stop_after: Option<usize>) -> impl FnMut(&calibra_train::trainer::StepReport) {
+    let mut seen = 0;
+    move |_| {
+        seen += 1;
+        if stop_after == Some(seen) {
+            panic!("killed");
+        }
+    }
+}
+
 /// The batch source of a test: rows of an in-memory image tensor.
 pub fn rows_of(images: &Tensor<4>) -> impl FnMut(&[usize]) -> Result<PromptImages, CoopError> + '_ {
     move |rows: &[usize]| {
