@@ -31,8 +31,10 @@ modules (the tiny fixture is an HF checkpoint):
   l2n(l2n(text) + teacher), logits = exp(logit_scale) * image @ text.T,
   loss = CE + lambda * ((1 - mean cos(text, teacher)) + (1 - mean cos(image, frozen image)));
   the reference's teacher averages the frozen text features over GPT-3 class descriptions; here (as
-  in calibra) over the 60 templates of calibra_models::clip::PROMPTSRC_TEMPLATES (each feature
-  normalised, averaged, normalised again);
+  in calibra by default) over the 60 templates of calibra_models::clip::PROMPTSRC_TEMPLATES (each
+  feature normalised, averaged, normalised again); the reference's own teacher from descriptions
+  (`gpt_clip_classifier` on a class -> sentences JSON) is written too, from DESCRIPTIONS, as
+  `teacher_from_descriptions`;
 - torch.optim.Adam (weight decay added to the gradient) on every learner parameter, Dassl's
   constant-warmup cosine per epoch, one full-batch step per epoch.
 
@@ -85,6 +87,15 @@ WEIGHT_DECAY = 5e-4
 WARMUP_EPOCHS = 1
 WARMUP_LR = 0.01
 LAMBD = 12.0
+
+
+# Class descriptions in the format of the reference's `gpt_file/<dataset>_prompt.json` (class name ->
+# sentences), written for this test (the reference's are GPT-3's), for its teacher from descriptions.
+DESCRIPTIONS = {
+    "melanocytic nevus": ["a mole with a regular brown network.", "a benign skin lesion of uniform colour."],
+    "melanoma": ["an irregular dark lesion with several colours.", "a melanoma with blurred borders.", "skin cancer."],
+    "basal cell carcinoma": ["a pearly lesion with fine vessels on its surface."],
+}
 
 
 def dassl_lr(epoch: int) -> float:
@@ -245,6 +256,13 @@ def main() -> None:
             dim=1,
         )
         teacher = l2n(teacher.mean(dim=1))
+        # the reference's own teacher (`gpt_clip_classifier`): per class, its description sentences'
+        # normalised frozen features averaged and normalised (class names looked up with "_" -> " ")
+        described = l2n(
+            torch.stack(
+                [l2n(model.get_text_features(input_ids=ids(DESCRIPTIONS[c])).pooler_output).mean(dim=0) for c in CLASSNAMES]
+            )
+        )
         image_fixed = l2n(model.get_image_features(pixel_values=images).pooler_output)
     prefix, suffix = embedding[:, :1], embedding[:, 1 + N_CTX :]
     eot = (tokenized == tok.eos_token_id).int().argmax(dim=-1)
@@ -355,6 +373,8 @@ def main() -> None:
         "losses": losses,
         "final": final,
         "inference_logits": f32(inference_logits),
+        "descriptions": DESCRIPTIONS,
+        "teacher_from_descriptions": f32(described),
         "mapping_cross1": {
             "depth": DEPTH,
             "cross_layer": 1,

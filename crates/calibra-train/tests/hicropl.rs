@@ -18,13 +18,18 @@
 #[path = "support/prompt_golden.rs"]
 mod prompt_golden;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calibra_models::clip::{DeepPromptModel, HicroplConfig, HicroplPromptLearner, PromptTokenizer};
+use calibra_models::clip::{
+    DeepPromptModel, HicroplConfig, HicroplPromptLearner, PromptTokenizer, teacher_from_descriptions,
+};
 use calibra_train::build_loss;
 use calibra_train::coop::{CoopConfig, CoopMethod, hicropl_terms, train_hicropl, train_hicropl_learner};
-use prompt_golden::{floats, host, load, load_siglip, max_diff, rows_of, strings, usizes, wave};
+use prompt_golden::{
+    floats, host, killing_progress, load, load_siglip, max_diff, rows_of, strings, usizes, wave,
+};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -228,6 +233,61 @@ fn the_other_cross_layer_maps_as_the_reference() {
     check_prompts("mapped (cross layer 1)", &learner.mapped(), &case["mapped"], 1e-5);
 }
 
+/// The reference's own teacher: class descriptions (its `gpt_file` format), each sentence's frozen
+/// features normalised, averaged and normalised, as `gpt_clip_classifier`; a run given them trains
+/// against that teacher. A class without sentences, and descriptions for another method, are refused.
+#[test]
+fn the_teacher_can_come_from_class_descriptions_as_the_reference() {
+    let g = golden();
+    let (model, tok, device) = load();
+    let classnames = strings(&g["classnames"]);
+    let descriptions: BTreeMap<String, Vec<String>> =
+        serde_json::from_value(g["descriptions"].clone()).unwrap();
+    let teacher = teacher_from_descriptions(&model, &tok, &classnames, &descriptions, &device).unwrap();
+    let diff = max_diff(&host(teacher), &floats(&g["teacher_from_descriptions"]));
+    eprintln!("teacher from descriptions: max |calibra - torch| = {diff:e}");
+    assert!(diff <= 1e-5, "teacher from descriptions: {diff:e}");
+
+    let images = prompt_golden::images(&g, &device);
+    let config =
+        CoopConfig { epochs: 1, teacher_descriptions: Some(descriptions.clone()), ..golden_config(&g) };
+    let ce = build_loss::<&str>("ce", &[]).unwrap();
+    let labels = usizes(&g["labels"]);
+    let out = train_hicropl(
+        &model,
+        &tok,
+        &classnames,
+        &mut rows_of(&images),
+        &labels,
+        ce.as_ref(),
+        &config,
+        &device,
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    let diff = max_diff(&host(out.learner.teacher_text.clone()), &floats(&g["teacher_from_descriptions"]));
+    assert!(diff <= 1e-5, "the run's teacher is not the descriptions': {diff:e}");
+
+    let mut missing = descriptions.clone();
+    missing.remove("melanoma");
+    let err =
+        teacher_from_descriptions(&model, &tok, &classnames, &missing, &device).unwrap_err().to_string();
+    assert!(err.contains("no sentences for class \"melanoma\""), "{err}");
+    let mut empty = descriptions.clone();
+    empty.insert("melanoma".into(), vec![]);
+    let err = CoopConfig { teacher_descriptions: Some(empty), ..golden_config(&g) }.validate().unwrap_err();
+    assert!(err.to_string().contains("class \"melanoma\" has no sentences"), "{err}");
+    let err = CoopConfig {
+        teacher_descriptions: Some(descriptions),
+        method: CoopMethod::MAPLE_DEFAULT,
+        ..golden_config(&g)
+    }
+    .validate()
+    .unwrap_err();
+    assert!(err.to_string().contains("HiCroPL's teacher"), "{err}");
+}
+
 #[test]
 fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
     let g = golden();
@@ -239,13 +299,7 @@ fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
     let ce = build_loss::<&str>("ce", &[]).unwrap();
     let run = |dir: Option<&Path>, stop_after: Option<usize>| {
         let mut batches = rows_of(&images);
-        let mut seen = 0;
-        let mut progress = |_: &calibra_train::trainer::StepReport| {
-            seen += 1;
-            if stop_after == Some(seen) {
-                panic!("killed");
-            }
-        };
+        let mut progress = killing_progress(stop_after);
         train_hicropl(
             &model,
             &tok,

@@ -30,9 +30,10 @@
 //! Prompted features are fused with frozen ones before the logits: `image = l2n(l2n(v) + l2n(v̄))`
 //! with `v̄` the frozen image tower's features, `text = l2n(l2n(w) + t̄)` with `t̄` the teacher text
 //! features ([`HicroplPromptLearner::teacher_text`]). The reference's teacher averages the frozen
-//! text features of GPT-3 descriptions of each class; calibra has no descriptions and averages over
-//! the 60 templates of [`super::PROMPTSRC_TEMPLATES`] instead (each feature normalised, the mean
-//! normalised, as the reference's `gpt_clip_classifier`).
+//! text features of GPT-3 descriptions of each class ([`teacher_from_descriptions`] takes such
+//! descriptions); without them calibra averages over the 60 templates of
+//! [`super::PROMPTSRC_TEMPLATES`] instead (each feature normalised, the mean normalised, as the
+//! reference's `gpt_clip_classifier`).
 //!
 //! Initialisation follows the reference's structure on seeded ChaCha8 streams: `text[0]` as
 //! [`super::deep_prompts::ClassPrompts`] (16 tokens, so random, with the reference config), the deep
@@ -244,6 +245,48 @@ impl HicroplConfig {
     }
 }
 
+/// HiCroPL's teacher text features from descriptions of each class (the reference's
+/// `gpt_clip_classifier` on its `gpt_file/<dataset>_prompt.json`: a JSON object from class name to a
+/// list of sentences): each sentence's frozen text features L2-normalised, their mean normalised,
+/// `[K, p]`. Class names are looked up with `_` read as a space, as the reference does.
+///
+/// Errors name the class that has no entry, or an empty list, and the tokenizer's refusal of a
+/// sentence.
+pub fn teacher_from_descriptions(
+    model: &dyn DeepPromptModel,
+    tokenizer: &dyn PromptTokenizer,
+    classnames: &[String],
+    descriptions: &std::collections::BTreeMap<String, Vec<String>>,
+    device: &Device,
+) -> Result<Tensor<2>, ModelError> {
+    let mut rows = Vec::with_capacity(classnames.len());
+    for name in classnames {
+        let name = name.replace('_', " ");
+        let sentences = descriptions.get(&name).filter(|s| !s.is_empty()).ok_or_else(|| {
+            let known: Vec<&str> = descriptions.keys().map(String::as_str).take(8).collect();
+            ModelError::Input(format!(
+                "HiCroPL descriptions: no sentences for class {name:?} (the descriptions name {} classes: \
+                 {}{})",
+                descriptions.len(),
+                known.join(", "),
+                if descriptions.len() > known.len() { ", …" } else { "" }
+            ))
+        })?;
+        let ids = sentences
+            .iter()
+            .map(|t| {
+                tokenizer.zero_shot_ids(t).map_err(|e| {
+                    ModelError::Input(format!("HiCroPL description {t:?} of class {name:?}: {e}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let features = l2_normalize(model.text_features_of_ids(&ids, device)?);
+        let p = features.dims()[1];
+        rows.push(l2_normalize(features.mean_dim(0).reshape([1, p])));
+    }
+    Ok(Tensor::cat(rows, 0))
+}
+
 fn host(t: Tensor<2>) -> Vec<f32> {
     t.to_data().iter::<f32>().collect()
 }
@@ -262,6 +305,20 @@ impl HicroplPromptLearner {
     /// Prompt depth `D`.
     pub fn depth(&self) -> usize {
         self.text.len()
+    }
+
+    /// The learner with `teacher` (`[K, p]`, L2-normalised rows) as its teacher text features, for
+    /// example [`teacher_from_descriptions`]'s.
+    pub fn with_teacher(mut self, teacher: Tensor<2>) -> Result<Self, ModelError> {
+        if teacher.dims() != self.teacher_text.dims() {
+            return Err(ModelError::Input(format!(
+                "HiCroPL teacher: {:?} text features, expected {:?} (one row per class)",
+                teacher.dims(),
+                self.teacher_text.dims()
+            )));
+        }
+        self.teacher_text = teacher;
+        Ok(self)
     }
 
     /// Every parameter with its name in the reference's state dict (under `prompt_learner.`).

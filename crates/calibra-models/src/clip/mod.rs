@@ -20,7 +20,7 @@ pub mod vision;
 pub mod zero_shot;
 
 pub use deep_prompt_model::DeepPromptModel;
-pub use hicropl::{HicroplConfig, HicroplMapper, HicroplPromptLearner};
+pub use hicropl::{HicroplConfig, HicroplMapper, HicroplPromptLearner, teacher_from_descriptions};
 pub use ivlp::{IvlpConfig, IvlpPromptLearner, IvlpValues};
 pub use maple::{MapleConfig, MaplePromptLearner, MapleValues};
 pub use model::{ClipConfig, ClipModel, ClipOutput, l2_normalize};

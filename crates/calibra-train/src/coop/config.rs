@@ -182,6 +182,11 @@ pub struct CoopConfig {
     /// cached image features and refuse anything but [`Augment::None`].
     #[serde(default)]
     pub augment: Augment,
+    /// HiCroPL's teacher from descriptions of each class (class name → sentences, the reference's
+    /// `gpt_file` format; [`calibra_models::clip::teacher_from_descriptions`]); `None`: the 60
+    /// templates. Other methods refuse it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teacher_descriptions: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 impl Default for CoopConfig {
@@ -203,6 +208,7 @@ impl Default for CoopConfig {
             zero_shot_template: "a photo of a {}.".into(),
             checkpoint_every: 0,
             augment: Augment::None,
+            teacher_descriptions: None,
         }
     }
 }
@@ -307,6 +313,17 @@ impl CoopConfig {
                 self.augment.name(),
                 self.method.name()
             )));
+        }
+        if self.teacher_descriptions.is_some() && !matches!(self.method, CoopMethod::HiCroPL { .. }) {
+            return Err(CoopError::Config(format!(
+                "teacher descriptions are HiCroPL's teacher; {} has none",
+                self.method.name()
+            )));
+        }
+        if let Some((name, _)) =
+            self.teacher_descriptions.iter().flatten().find(|(_, sentences)| sentences.is_empty())
+        {
+            return Err(CoopError::Config(format!("teacher descriptions: class {name:?} has no sentences")));
         }
         if self.zero_shot_template.matches("{}").count() != 1 {
             return Err(CoopError::Config(format!(

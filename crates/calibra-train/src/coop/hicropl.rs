@@ -24,7 +24,9 @@ use std::path::Path;
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
-use calibra_models::clip::{DeepPromptModel, HicroplPromptLearner, PromptTokenizer, l2_normalize};
+use calibra_models::clip::{
+    DeepPromptModel, HicroplPromptLearner, PromptTokenizer, l2_normalize, teacher_from_descriptions,
+};
 
 use super::config::{CoopConfig, CoopMethod};
 use super::error::CoopError;
@@ -137,7 +139,8 @@ pub fn hicropl_terms(
 ///
 /// - `model`: the CLIP model on the plain `device`; the prompts train on `device.autodiff()`.
 /// - `config`: a [`CoopConfig`] whose method is [`CoopMethod::HiCroPL`]
-///   ([`CoopConfig::hicropl_reference`] has the reference values).
+///   ([`CoopConfig::hicropl_reference`] has the reference values); its `teacher_descriptions`, when
+///   given, replace the template teacher.
 /// - `loss`, `checkpoint_dir`, `progress`: as [`super::train_coop`].
 #[allow(clippy::too_many_arguments)]
 pub fn train_hicropl(
@@ -154,7 +157,11 @@ pub fn train_hicropl(
 ) -> Result<HicroplOutcome, CoopError> {
     config.validate()?;
     let learner_config = config.hicropl_learner().ok_or_else(|| wrong_method(config))?;
-    let learner = learner_config.init(model, tokenizer, classnames, device)?;
+    let mut learner = learner_config.init(model, tokenizer, classnames, device)?;
+    if let Some(descriptions) = &config.teacher_descriptions {
+        let teacher = teacher_from_descriptions(model, tokenizer, classnames, descriptions, device)?;
+        learner = learner.with_teacher(teacher)?;
+    }
     train_hicropl_learner(model, classnames, learner, images, labels, loss, config, checkpoint_dir, progress)
 }
 
