@@ -31,8 +31,18 @@ use crate::prompts::prompt_classnames;
 
 /// The CoOp configuration of a fit.
 fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfig), String> {
-    let FitMethod::Coop { n_ctx, ctx_init, csc, class_position, epochs, lr, loss, method, augment } =
-        &fit.config.method
+    let FitMethod::Coop {
+        n_ctx,
+        ctx_init,
+        csc,
+        class_position,
+        epochs,
+        lr,
+        loss,
+        method,
+        augment,
+        descriptions,
+    } = &fit.config.method
     else {
         return Err("not a CoOp fit".into());
     };
@@ -68,10 +78,24 @@ fn config_of(fit: &FitSpec) -> Result<(CoopConfig, &calibra_run::grid::LossConfi
         seed: fit.config.seed,
         method: coop_method(*method),
         checkpoint_every: 50,
+        // Read again and checked against the digest in the fit key (the file may have changed
+        // since the recipe was loaded).
+        teacher_descriptions: descriptions
+            .as_ref()
+            .map(calibra_run::descriptions::load_checked)
+            .transpose()?,
         ..base
     };
     config.validate().map_err(|e| e.to_string())?;
     Ok((config, loss))
+}
+
+/// The file of HiCroPL's teacher descriptions of a fit, if it has one.
+pub(crate) fn descriptions_file(fit: &FitSpec) -> Option<&str> {
+    match &fit.config.method {
+        FitMethod::Coop { descriptions: Some(d), .. } => Some(d.path.as_str()),
+        _ => None,
+    }
 }
 
 /// calibra-train's method of a recipe's prompt-learning method (same hyper-parameters).
@@ -282,5 +306,39 @@ name = "ce"
             }
         );
         assert_eq!((config.n_ctx, config.batch_size), (16, 32), "HiCroPL's own context size, not n_ctx");
+        assert_eq!(config.teacher_descriptions, None, "the template teacher without descriptions");
+    }
+
+    /// `hicropl_descriptions` reach calibra-train's config, read from the file the recipe names, and
+    /// a file changed after the recipe was loaded is refused naming it.
+    #[test]
+    fn hicropl_descriptions_reach_the_config_unless_the_file_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("derm_prompt.json");
+        std::fs::write(&file, r#"{"nevus": ["A round mole.", "An even brown spot."]}"#).unwrap();
+        let text = format!(
+            "seeds = [0]\nlabel_fractions = [1.0]\ncalibrators = [\"none\"]\n\n[[encoders]]\n\
+             source = \"hf:org/clip\"\n\n[[datasets]]\nspec = \"synth:derm?n=40\"\n\n[regimes.coop]\n\
+             n_ctx = 4\nepochs = 1\nlr = 1e-3\nmethods = [\"coop\", \"hicropl\"]\nhicropl_depth = 3\n\
+             hicropl_cross_layer = 2\nhicropl_descriptions = \"{}\"\n\n[[losses]]\nname = \"ce\"\n",
+            file.display()
+        );
+        let options = calibra_run::ValidationOptions { check_paths: false };
+        let recipe = calibra_run::Recipe::parse(&text, "r.toml", options).unwrap();
+        let fits = calibra_run::expand(&recipe);
+        let (coop, _) = config_of(&fits[0]).unwrap();
+        assert_eq!(coop.teacher_descriptions, None, "CoOp has no teacher");
+        let (hicropl, _) = config_of(&fits[1]).unwrap();
+        let expected =
+            [("nevus".to_string(), vec!["A round mole.".to_string(), "An even brown spot.".into()])];
+        assert_eq!(hicropl.teacher_descriptions, Some(expected.into_iter().collect()));
+        assert_eq!(descriptions_file(&fits[1]), file.to_str());
+        // Re-indented: the same content, still accepted.
+        std::fs::write(&file, "{\n \"nevus\": [\"A round mole.\", \"An even brown spot.\"]\n}\n").unwrap();
+        config_of(&fits[1]).unwrap();
+        std::fs::write(&file, r#"{"nevus": ["A round mole."]}"#).unwrap();
+        let e = config_of(&fits[1]).unwrap_err();
+        assert!(e.contains(&format!("`{}` changed after the recipe was loaded", file.display())), "{e}");
+        assert!(supports(&fits[1]).unwrap_err().contains("changed after the recipe was loaded"));
     }
 }

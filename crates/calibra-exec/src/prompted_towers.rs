@@ -153,7 +153,8 @@ pub(crate) fn fit<'a>(
                 device,
                 Some(&checkpoint_dir),
                 &mut |s| log.step(s, ctx),
-            )?;
+            )
+            .map_err(|e| name_descriptions_file(e, fit))?;
             (TrainedPrompts::HiCroPL(Box::new(out.learner)), out.resumed_from)
         }
         _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
@@ -169,6 +170,19 @@ pub(crate) fn fit<'a>(
     };
     let tower = PromptedImageTower { model: boxed_model, prompts };
     Ok(FitOutcome::Model(Box::new(PromptedPredictor { kind: method, fit, tower, head, device })))
+}
+
+/// An error of HiCroPL's teacher from descriptions (a class of the dataset with no entry, a sentence
+/// the tokenizer refuses: calibra-models' messages start with "HiCroPL description") with the
+/// descriptions file named, so the user knows which file to fix; other errors as they are.
+fn name_descriptions_file(e: CoopError, fit: &FitSpec) -> ExecError {
+    match (&e, crate::coop::descriptions_file(fit)) {
+        (CoopError::Model(ModelError::Input(m)), Some(file)) if m.starts_with("HiCroPL description") => {
+            let m = m.strip_prefix("HiCroPL descriptions: ").unwrap_or(m);
+            format!("HiCroPL descriptions file `{file}`: {m}").into()
+        }
+        _ => e.into(),
+    }
 }
 
 /// A trained image-prompt model: the prompted image tower's features of the request's images,

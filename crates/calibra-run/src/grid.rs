@@ -33,7 +33,8 @@
 //!
 //! The **fit key** ([`FitKey`]) hashes everything that determines the fitted model: encoder name and
 //! source, dataset name and spec, split, regime and its hyper-parameters, probe (and layer) or loss
-//! (and arguments), label fraction and seed (see [`FitConfig`]). Conditions and calibrators are not in
+//! (and arguments), label fraction and seed (see [`FitConfig`]); of a file it reads (HiCroPL's teacher
+//! descriptions), the digest of its content, not its path. Conditions and calibrators are not in
 //! it: they are slots of the fit, so adding a perturbation to a recipe adds slots to existing fits
 //! (the store runs such a fit again and appends only the missing slots) instead of re-keying the grid.
 
@@ -43,6 +44,7 @@ use calibra_crs::run_record::ESTIMATE_PROBE;
 use calibra_crs::{Condition, Regime};
 use serde::Serialize;
 
+use crate::descriptions::DescriptionsFile;
 use crate::recipe::{EncoderEntry, LossEntry, Recipe, SplitSettings};
 use crate::run_key::FitKey;
 
@@ -93,6 +95,11 @@ pub enum FitMethod {
         /// when not `none`.
         #[serde(default = "no_augment", skip_serializing_if = "is_no_augment")]
         augment: String,
+        /// HiCroPL's teacher descriptions (`hicropl_descriptions`; HiCroPL fits only): in the key as
+        /// `{"sha256": …}`, the digest of their content, never the file's path; absent (and so out of
+        /// the key, as before the option existed) for the template teacher.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        descriptions: Option<DescriptionsFile>,
     },
     /// Full fine-tuning with a loss (`head_init`, `early_stopping`, `batch_size`, `accumulate`: as
     /// for [`FitMethod::Lora`]).
@@ -523,6 +530,13 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                                 augment: match c.augment.as_deref() {
                                     Some(a) if method.prompts_images() => a.to_string(),
                                     _ => no_augment(),
+                                },
+                                descriptions: match (method, &c.hicropl_descriptions) {
+                                    (PromptMethod::HiCroPL { .. }, Some(path)) => Some(DescriptionsFile {
+                                        path: path.clone(),
+                                        sha256: c.hicropl_descriptions_sha256.clone(),
+                                    }),
+                                    _ => None,
                                 },
                             },
                             method.probe_label(&loss.display_label()),

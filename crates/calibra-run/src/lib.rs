@@ -2,7 +2,8 @@
 //! resume, sharding and merging, and the grid loop generic over an [`Executor`].
 //!
 //! Owns: the recipe schema and its validation ([`recipe`], [`names`]); the grid — fits, record slots,
-//! feature passes ([`grid`]) — and the dry-run cost model ([`cost`]); fit keys ([`run_key`]); the run
+//! feature passes ([`grid`]) — and the dry-run cost model ([`cost`]); fit keys ([`run_key`]), with the
+//! digest of HiCroPL's teacher descriptions ([`descriptions`]); the run
 //! store — layout ([`snapshot`]), commit protocol and crash recovery ([`store`]), lock ([`lock`]);
 //! shards ([`shard`]), merging ([`merge`], with the recipe carried along: [`merge_recipe`]), repair of a store whose journal and records disagree ([`repair`], its report: [`repair_report`]); and the grid loop ([`runner`]) over an executor
 //! ([`executor`]), which fits and returns a fitted model ([`fitted`]); the runner predicts it,
@@ -20,6 +21,7 @@
 pub mod baseline;
 pub mod cost;
 pub mod datasets;
+pub mod descriptions;
 pub mod encoder_check;
 pub mod error;
 pub mod execute;

@@ -4,7 +4,8 @@
 //! # Schema
 //!
 //! Unknown keys are rejected at every level. Relative paths (local encoders, dataset locations,
-//! the evaluator reference) are resolved against the working directory of the `calibra` process.
+//! HiCroPL's descriptions, the evaluator reference) are resolved against the working directory of
+//! the `calibra` process.
 //!
 //! ```toml
 //! name = "quickstart"                 # optional
@@ -88,6 +89,12 @@
 //! hicropl_adam_eps = 1e-3             # optional; its Adam epsilon, default 1e-3 (all: HiCroPL's reference,
 //!                                     # zzeoZheng/HiCroPL configs/trainers/HiCroPL/
 //!                                     # vit_b16_c2_ep50_batch32_16ctx_few_shot.yaml)
+//! hicropl_descriptions = "gpt/derm.json"  # optional; its teacher from descriptions of each class: a
+//!                                     # JSON object from class name to a non-empty list of sentences
+//!                                     # (the reference's gpt_file/<dataset>_prompt.json; class names
+//!                                     # with `_` read as a space); default: none, the 60 templates.
+//!                                     # Relative to the working directory. The fit key holds the
+//!                                     # digest of its content, not its path (crate::descriptions)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -431,6 +438,16 @@ pub struct CoopRegime {
     /// HiCroPL's Adam epsilon (default [`HICROPL_DEFAULT_ADAM_EPS`]).
     #[serde(default)]
     pub hicropl_adam_eps: Option<f64>,
+    /// HiCroPL's teacher descriptions: a JSON file from class name to sentences (the reference's
+    /// `gpt_file/<dataset>_prompt.json`, see [`crate::descriptions`]); relative to the working
+    /// directory. Default: none, the teacher is the frozen model's features of 60 templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hicropl_descriptions: Option<String>,
+    /// The digest of `hicropl_descriptions` ([`crate::descriptions::descriptions_sha256`]) when the
+    /// recipe was loaded: what the fit keys hold. Not a recipe key: [`Recipe::parse`] fills it (`None`
+    /// when the file could not be read, which validation refuses unless paths are not checked).
+    #[serde(skip)]
+    pub hicropl_descriptions_sha256: Option<String>,
     /// Train-time augmentation of the methods that train on images (MaPLe, PromptSRC, HiCroPL): `none`
     /// (default) or `crop-flip` (the references' random resized crop + flip; see calibra-train's
     /// `augment`). CoOp, KgCoOp and ProGrad train on cached image features and are not augmented.
@@ -820,8 +837,9 @@ pub struct Recipe {
 /// What validation checks beyond the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidationOptions {
-    /// Check that local encoder paths, dataset locations and the evaluator reference exist
-    /// (`--no-check-paths` turns this off, e.g. to dry-run a recipe for data you have not downloaded).
+    /// Check that local encoder paths, dataset locations and the evaluator reference exist, and that
+    /// HiCroPL's descriptions file reads as descriptions (`--no-check-paths` turns this off, e.g. to
+    /// dry-run a recipe for data you have not downloaded).
     pub check_paths: bool,
 }
 
@@ -868,6 +886,8 @@ impl Recipe {
         })?;
         let problems = recipe.problems(options);
         if problems.is_empty() {
+            let mut recipe = recipe;
+            recipe.digest_files();
             return Ok(recipe);
         }
         let mut errors: Vec<RunError> = problems
@@ -891,6 +911,17 @@ impl Recipe {
             key: String::new(),
             message: format!("cannot write the recipe as TOML: {e}"),
         })
+    }
+
+    /// Reads what the fit keys hold of the files the recipe names: the digest of HiCroPL's
+    /// descriptions (`None` when the file cannot be read or parsed).
+    fn digest_files(&mut self) {
+        if let Some(c) = &mut self.regimes.coop {
+            c.hicropl_descriptions_sha256 = c.hicropl_descriptions.as_deref().and_then(|path| {
+                let descriptions = crate::descriptions::read_descriptions(Path::new(path)).ok()?;
+                Some(crate::descriptions::descriptions_sha256(&descriptions))
+            });
+        }
     }
 
     /// The split (explicit or default).

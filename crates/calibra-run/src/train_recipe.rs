@@ -176,6 +176,8 @@ impl TrainPlan {
                     hicropl_cross_layer: self.hicropl_cross_layer,
                     hicropl_lambda: self.hicropl_lambda,
                     hicropl_adam_eps: None,
+                    hicropl_descriptions: None,
+                    hicropl_descriptions_sha256: None,
                     augment,
                     encoders: None,
                     datasets: None,

@@ -47,7 +47,7 @@ impl Recipe {
         self.encoder_dataset_problems(problem);
         self.perturbation_problems(problem);
         self.split_problems(problem);
-        self.regime_problems(problem);
+        self.regime_problems(problem, options);
         self.loss_problems(problem);
         self.evaluator_problems(problem, options);
         self.cost_problems(problem);
@@ -215,7 +215,7 @@ impl Recipe {
     }
 
     /// `[regimes]`: at least one, then each regime's own table.
-    fn regime_problems(&self, problem: &mut Sink<'_>) {
+    fn regime_problems(&self, problem: &mut Sink<'_>, options: ValidationOptions) {
         let r = &self.regimes;
         if r.frozen.is_none()
             && r.lora.is_none()
@@ -233,7 +233,7 @@ impl Recipe {
         }
         self.frozen_problems(problem);
         self.lora_problems(problem);
-        self.coop_problems(problem);
+        self.coop_problems(problem, options);
         self.full_problems(problem);
         self.zero_shot_problems(problem);
         self.estimate_problems(problem);
@@ -303,8 +303,9 @@ impl Recipe {
         self.scope_problems(problem, &at, l.scope());
     }
 
-    /// `[regimes.coop]`: n_ctx, class position, epochs, lr, single-label datasets.
-    fn coop_problems(&self, problem: &mut Sink<'_>) {
+    /// `[regimes.coop]`: n_ctx, class position, epochs, lr, the methods' options, single-label
+    /// datasets.
+    fn coop_problems(&self, problem: &mut Sink<'_>, options: ValidationOptions) {
         let Some(c) = &self.regimes.coop else { return };
         let at = KeyPath::root().key("regimes").key("coop");
         if c.n_ctx == 0 {
@@ -325,6 +326,7 @@ impl Recipe {
         }
         positive(problem, &at.key("lr"), c.lr);
         self.coop_method_problems(problem, &at, c);
+        coop_descriptions_problems(problem, &at, c, options);
         self.scope_problems(problem, &at, c.scope());
         check_single_label_datasets(problem, &at, "CoOp", c.datasets.as_deref(), &self.datasets);
     }
@@ -630,6 +632,36 @@ impl Recipe {
                 format!("{s} is not a positive number of seconds"),
             );
         }
+    }
+}
+
+/// `[regimes.coop] hicropl_descriptions`: only with method `hicropl`, a non-empty path and (with
+/// `check_paths`) a readable file of [`crate::descriptions::parse_descriptions`]'s format.
+fn coop_descriptions_problems(
+    problem: &mut Sink<'_>,
+    at: &KeyPath,
+    c: &CoopRegime,
+    options: ValidationOptions,
+) {
+    let Some(path) = &c.hicropl_descriptions else { return };
+    let key = at.key("hicropl_descriptions");
+    let methods = c.method_names();
+    if !methods.iter().any(|m| m == "hicropl") {
+        problem(
+            key.clone(),
+            format!(
+                "`hicropl_descriptions` applies to method `hicropl`, which `methods` does not list \
+                 (methods: {})",
+                methods.join(", ")
+            ),
+        );
+    }
+    if path.trim().is_empty() {
+        problem(key, "the HiCroPL descriptions path is empty".into());
+    } else if options.check_paths
+        && let Err(why) = crate::descriptions::read_descriptions(Path::new(path))
+    {
+        problem(key, why);
     }
 }
 
