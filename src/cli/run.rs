@@ -35,7 +35,8 @@ pub struct RunArgs {
     /// process runs on this host; trusted for a holder on another host).
     #[arg(long)]
     pub break_lock: bool,
-    /// Do not check that local encoder paths, dataset locations and the reference exist.
+    /// Do not check that local encoder paths, dataset locations, HiCroPL's descriptions file and the
+    /// reference exist.
     #[arg(long)]
     pub no_check_paths: bool,
     /// When the whole grid has run (not with --shard), write the report as `calibra report DIR` does

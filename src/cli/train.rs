@@ -188,6 +188,13 @@ pub struct TrainArgs {
     /// reference value]. Needs --method hicropl.
     #[arg(long, value_name = "LAMBDA")]
     pub hicropl_lambda: Option<f64>,
+    /// HiCroPL's teacher from descriptions of each class instead of the 60 templates: a JSON object
+    /// from class name to a list of sentences, the format of the reference's
+    /// `gpt_file/<dataset>_prompt.json` (class names with `_` read as a space; every class of the
+    /// dataset needs an entry). The fit key holds a digest of its content, not its path. Needs
+    /// --method hicropl.
+    #[arg(long, value_name = "FILE")]
+    pub hicropl_descriptions: Option<String>,
     /// Post-hoc calibrators fitted on the calibration split, comma-separated (none, temperature,
     /// vector, isotonic, dirichlet, ...).
     #[arg(long, value_delimiter = ',', default_value = "none,temperature")]
@@ -262,6 +269,7 @@ pub fn recipe(args: &TrainArgs) -> Result<Recipe> {
         hicropl_n_ctx: args.hicropl_n_ctx,
         hicropl_cross_layer: args.hicropl_cross_layer,
         hicropl_lambda: args.hicropl_lambda,
+        hicropl_descriptions: args.hicropl_descriptions.clone(),
         calibrators: args.calibrators.clone(),
         perturbations: args.perturbations.clone(),
         severities: args.severities.iter().map(|&s| u32::from(s)).collect(),
@@ -424,6 +432,7 @@ mod tests {
             ("--hicropl-n-ctx", "maple"),
             ("--hicropl-cross-layer", "coop"),
             ("--hicropl-lambda", "kgcoop"),
+            ("--hicropl-descriptions", "promptsrc"),
         ] {
             let mut flags = base.to_vec();
             flags.extend(["--regime", "coop", "--method", method, flag, "3"]);

@@ -90,6 +90,9 @@ pub struct TrainPlan {
     pub hicropl_cross_layer: Option<u32>,
     /// HiCroPL's distillation weight λ (`None`: the reference 12).
     pub hicropl_lambda: Option<f64>,
+    /// HiCroPL's teacher descriptions, a JSON file (`None`: the 60 templates; see
+    /// [`crate::descriptions`]).
+    pub hicropl_descriptions: Option<String>,
     pub calibrators: Vec<String>,
     pub perturbations: Vec<String>,
     pub severities: Vec<u32>,
@@ -176,7 +179,8 @@ impl TrainPlan {
                     hicropl_cross_layer: self.hicropl_cross_layer,
                     hicropl_lambda: self.hicropl_lambda,
                     hicropl_adam_eps: None,
-                    hicropl_descriptions: None,
+                    hicropl_descriptions: self.hicropl_descriptions.clone(),
+                    // Filled when the recipe's TOML is parsed (`Recipe::parse` reads the file).
                     hicropl_descriptions_sha256: None,
                     augment,
                     encoders: None,
@@ -237,6 +241,7 @@ impl TrainPlan {
             ("--hicropl-n-ctx", self.hicropl_n_ctx.is_some(), Some("hicropl")),
             ("--hicropl-cross-layer", self.hicropl_cross_layer.is_some(), Some("hicropl")),
             ("--hicropl-lambda", self.hicropl_lambda.is_some(), Some("hicropl")),
+            ("--hicropl-descriptions", self.hicropl_descriptions.is_some(), Some("hicropl")),
         ];
         let method = self.coop_method.as_deref().unwrap_or(DEFAULT_COOP_METHOD);
         for (flag, _, applies_to) in given.into_iter().filter(|g| g.1) {
@@ -364,6 +369,7 @@ mod tests {
             hicropl_n_ctx: None,
             hicropl_cross_layer: None,
             hicropl_lambda: None,
+            hicropl_descriptions: None,
             calibrators: vec!["none".into(), "temperature".into()],
             perturbations: vec!["jpeg".into(), "contrast".into()],
             severities: vec![1, 2, 3],
@@ -486,6 +492,40 @@ seed = 3
         let p = TrainPlan { hicropl_lambda: Some(1.0), ..plan(TrainedRegime::Coop) };
         let e = p.recipe().unwrap_err().to_string();
         assert!(e.contains("--hicropl-lambda applies to --method hicropl, not --method coop"), "{e}");
+    }
+
+    #[test]
+    fn hicropl_descriptions_reach_the_recipe_and_need_their_method() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("derm_prompt.json");
+        std::fs::write(&file, r#"{"nevus": ["A round mole."]}"#).unwrap();
+        let mut p = plan(TrainedRegime::Coop);
+        p.coop_method = Some("hicropl".into());
+        p.hicropl_depth = Some(3);
+        p.hicropl_cross_layer = Some(2);
+        p.hicropl_descriptions = Some(file.display().to_string());
+        let text = p.recipe().unwrap().to_toml().unwrap();
+        assert!(text.contains(&format!("hicropl_descriptions = \"{}\"", file.display())), "{text}");
+        // Parsing the written recipe reads the file: its digest is in the HiCroPL fits' keys.
+        let again = Recipe::parse(&text, "after", ValidationOptions { check_paths: false }).unwrap();
+        let c = again.regimes.coop.as_ref().unwrap();
+        assert_eq!(c.hicropl_descriptions_sha256.as_ref().map(String::len), Some(64));
+        let fits = crate::expand(&again);
+        assert!(
+            fits.iter()
+                .all(|f| serde_json::to_value(&f.config.method).unwrap()["descriptions"]["sha256"].as_str()
+                    == c.hicropl_descriptions_sha256.as_deref())
+        );
+        p.coop_method = Some("promptsrc".into());
+        (p.hicropl_depth, p.hicropl_cross_layer) = (None, None);
+        let e = p.recipe().unwrap_err().to_string();
+        assert!(
+            e.contains("--hicropl-descriptions applies to --method hicropl, not --method promptsrc"),
+            "{e}"
+        );
+        let p = TrainPlan { hicropl_descriptions: Some("d.json".into()), ..plan(TrainedRegime::Lora) };
+        let e = p.recipe().unwrap_err().to_string();
+        assert!(e.contains("--hicropl-descriptions applies to --regime coop"), "{e}");
     }
 
     #[test]
