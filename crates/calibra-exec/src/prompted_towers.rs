@@ -108,6 +108,7 @@ pub(crate) fn fit<'a>(
         let images = (!kept.is_empty()).then(|| read.batch.to_tensor(device));
         Ok(PromptImages { rows: kept, images })
     };
+    check_descriptions_cover(config, &classnames, fit)?;
     let checkpoint_dir = ctx.fit_dir().join("train");
     let mut log = EpochLog::new(method);
     let (prompts, resumed_from) = match config.method {
@@ -153,8 +154,7 @@ pub(crate) fn fit<'a>(
                 device,
                 Some(&checkpoint_dir),
                 &mut |s| log.step(s, ctx),
-            )
-            .map_err(|e| name_descriptions_file(e, fit))?;
+            )?;
             (TrainedPrompts::HiCroPL(Box::new(out.learner)), out.resumed_from)
         }
         _ => return Err(format!("{method} does not prompt the image tower; it is a CoOp-style fit").into()),
@@ -172,16 +172,29 @@ pub(crate) fn fit<'a>(
     Ok(FitOutcome::Model(Box::new(PromptedPredictor { kind: method, fit, tower, head, device })))
 }
 
-/// An error of HiCroPL's teacher from descriptions (a class of the dataset with no entry, a sentence
-/// the tokenizer refuses: calibra-models' messages start with "HiCroPL description") with the
-/// descriptions file named, so the user knows which file to fix; other errors as they are.
-fn name_descriptions_file(e: CoopError, fit: &FitSpec) -> ExecError {
-    match (&e, crate::coop::descriptions_file(fit)) {
-        (CoopError::Model(ModelError::Input(m)), Some(file)) if m.starts_with("HiCroPL description") => {
-            let m = m.strip_prefix("HiCroPL descriptions: ").unwrap_or(m);
-            format!("HiCroPL descriptions file `{file}`: {m}").into()
-        }
-        _ => e.into(),
+/// Checks, before any training, that HiCroPL's descriptions file (if the fit has one) describes every
+/// class of the dataset (looked up with `_` read as a space, as the reference and
+/// `teacher_from_descriptions` do); the error names the file and the first class it lacks.
+fn check_descriptions_cover(
+    config: &CoopConfig,
+    classnames: &[String],
+    fit: &FitSpec,
+) -> Result<(), ExecError> {
+    let (Some(descriptions), Some(file)) =
+        (&config.teacher_descriptions, crate::coop::descriptions_file(fit))
+    else {
+        return Ok(());
+    };
+    match classnames.iter().map(|c| c.replace('_', " ")).find(|c| !descriptions.contains_key(c)) {
+        None => Ok(()),
+        Some(missing) => Err(format!(
+            "HiCroPL descriptions file `{file}`: no sentences for class {missing:?} of dataset `{}` (the \
+             file describes {} classes: {})",
+            fit.config.dataset.name,
+            descriptions.len(),
+            descriptions.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+        )
+        .into()),
     }
 }
 
