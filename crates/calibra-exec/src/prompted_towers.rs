@@ -189,10 +189,11 @@ fn check_descriptions_cover(
         None => Ok(()),
         Some(missing) => Err(format!(
             "HiCroPL descriptions file `{file}`: no sentences for class {missing:?} of dataset `{}` (the \
-             file describes {} classes: {})",
+             file describes {} classes: {}{})",
             fit.config.dataset.name,
             descriptions.len(),
-            descriptions.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            descriptions.keys().take(8).map(String::as_str).collect::<Vec<_>>().join(", "),
+            if descriptions.len() > 8 { ", …" } else { "" }
         )
         .into()),
     }

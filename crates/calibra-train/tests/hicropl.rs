@@ -209,6 +209,21 @@ fn check_against_torch(model: &dyn DeepPromptModel, tok: &dyn PromptTokenizer, g
     assert_eq!(named_mapper_values(&mut trained), mapper_before, "the mapper moved");
 }
 
+/// The first file called `name` under `dir`.
+fn find_file(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
+}
+
 /// `{name: values}` of a golden map, as a list.
 fn named(map: &Value) -> Vec<(String, Vec<f32>)> {
     map.as_object().unwrap().iter().map(|(k, v)| (k.clone(), floats(v))).collect()
@@ -274,6 +289,11 @@ fn the_teacher_can_come_from_class_descriptions_as_the_reference() {
     let err =
         teacher_from_descriptions(&model, &tok, &classnames, &missing, &device).unwrap_err().to_string();
     assert!(err.contains("no sentences for class \"melanoma\""), "{err}");
+    // A sentence longer than the context length is refused (the reference's tokenizer raises).
+    let mut long = descriptions.clone();
+    long.insert("melanoma".into(), vec![["a dark lesion"; 40].join(" and ")]);
+    let err = teacher_from_descriptions(&model, &tok, &classnames, &long, &device).unwrap_err().to_string();
+    assert!(err.contains("class \"melanoma\"") && err.contains("context length 77"), "{err}");
     let mut empty = descriptions.clone();
     empty.insert("melanoma".into(), vec![]);
     let err = CoopConfig { teacher_descriptions: Some(empty), ..golden_config(&g) }.validate().unwrap_err();
@@ -321,6 +341,11 @@ fn runs_are_deterministic_and_a_killed_run_resumes_to_the_same_prompts() {
     let dir = tempfile::tempdir().unwrap();
     let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(Some(dir.path()), Some(5))));
     assert!(killed.is_err(), "the run was killed at step 5");
+    // The checkpoint holds the prompts, not the mapper (which never trains and is rebuilt from the
+    // seed): here ~12 KB of prompts against ~330 KB of mapper values.
+    let learner_file = find_file(dir.path(), "learner.bpk").expect("a learner checkpoint");
+    let size = std::fs::metadata(&learner_file).unwrap().len();
+    assert!(size < 64 * 1024, "{} is {size} bytes: the mapper was saved", learner_file.display());
     let resumed = run(Some(dir.path()), None).unwrap();
     assert_eq!(resumed.resumed_from, Some(4), "the last checkpoint was after step 4");
     assert_eq!(resumed.losses, a.losses);
@@ -341,6 +366,11 @@ fn bad_configs_are_refused_by_name() {
     refused(
         HicroplConfig::new().with_depth(3).with_cross_layer(1).with_heads(5),
         &["5 attention heads", "48"],
+    );
+    // A context far longer than the prompt is refused before it is allocated.
+    refused(
+        HicroplConfig::new().with_depth(3).with_cross_layer(1).with_n_ctx(1 << 40),
+        &["context length 77"],
     );
     let bad = |method: CoopMethod, word: &str| {
         let e = CoopConfig { method, ..golden_config(&g) }.validate().unwrap_err().to_string();

@@ -80,20 +80,17 @@ impl ClassPrompts {
         }
         let dt = model.token_width();
         let phrase = ctx_init.filter(|p| !p.trim().is_empty() && m <= 4).map(|p| p.replace('_', " "));
-        let mut rows = Vec::with_capacity(classnames.len());
-        let ctx = match &phrase {
-            Some(phrase) => {
-                let n = tokenizer.content_ids(phrase).map_err(|e| tok("context phrase", &e))?.len();
-                if n < m {
-                    return Err(err(format!(
-                        "the init phrase {phrase:?} has {n} tokens, fewer than n_ctx = {m}"
-                    )));
-                }
-                let laid = tokenizer.slotted_prompt(0, phrase).map_err(|e| tok("context phrase", &e))?;
-                model.embed_prompt_ids(&[laid.ids], device)?.narrow(1, laid.slots_start, m).reshape([m, dt])
+        if let Some(phrase) = &phrase {
+            let n = tokenizer.content_ids(phrase).map_err(|e| tok("context phrase", &e))?.len();
+            if n < m {
+                return Err(err(format!(
+                    "the init phrase {phrase:?} has {n} tokens, fewer than n_ctx = {m}"
+                )));
             }
-            None => normal_matrix(m, dt, seed, device),
-        };
+        }
+        // The class prompts next: a context too long for them is refused before anything the size
+        // of the context is allocated.
+        let mut rows = Vec::with_capacity(classnames.len());
         for name in classnames {
             let name = name.replace('_', " ");
             let laid = match &phrase {
@@ -106,6 +103,13 @@ impl ClassPrompts {
             }
             rows.push(laid);
         }
+        let ctx = match &phrase {
+            Some(phrase) => {
+                let laid = tokenizer.slotted_prompt(0, phrase).map_err(|e| tok("context phrase", &e))?;
+                model.embed_prompt_ids(&[laid.ids], device)?.narrow(1, laid.slots_start, m).reshape([m, dt])
+            }
+            None => normal_matrix(m, dt, seed, device),
+        };
         let slots = rows[0].slots_start;
         let pooled: Vec<usize> = rows.iter().map(|r| r.pooled).collect();
         let ids: Vec<Vec<u32>> = rows.into_iter().map(|r| r.ids).collect();

@@ -108,7 +108,9 @@ pub struct HicroplPromptLearner {
     pub text: Vec<Param<Tensor<2>>>,
     /// `cross_prompts_visual`, `[m, dv]` each.
     pub vision: Vec<Param<Tensor<2>>>,
-    /// The mapper.
+    /// The mapper. It never trains and is rebuilt from the config's seed, so it is left out of the
+    /// learner's record (a checkpoint holds the prompts only; for ViT-B/16 the mapper is ~33M values).
+    #[module(skip)]
     pub mapping: HicroplMapper,
     /// The cross layer `c`.
     #[module(skip)]
@@ -184,13 +186,26 @@ impl HicroplConfig {
         Ok(())
     }
 
-    /// Builds the learner for `classnames` on `model`'s frozen token embedding, with the teacher text
-    /// features of `classnames` (module docs).
+    /// Builds the learner for `classnames` on `model`'s frozen token embedding, with the template
+    /// teacher text features of `classnames` (module docs).
     pub fn init(
         &self,
         model: &dyn DeepPromptModel,
         tokenizer: &dyn PromptTokenizer,
         classnames: &[String],
+        device: &Device,
+    ) -> Result<HicroplPromptLearner, ModelError> {
+        self.init_with_teacher(model, tokenizer, classnames, None, device)
+    }
+
+    /// [`Self::init`] with the given teacher text features (`[K, p]`, for example
+    /// [`teacher_from_descriptions`]'s) instead of the template teacher, which is then not computed.
+    pub fn init_with_teacher(
+        &self,
+        model: &dyn DeepPromptModel,
+        tokenizer: &dyn PromptTokenizer,
+        classnames: &[String],
+        teacher: Option<Tensor<2>>,
         device: &Device,
     ) -> Result<HicroplPromptLearner, ModelError> {
         self.validate(model)?;
@@ -228,9 +243,22 @@ impl HicroplConfig {
             text_proxies: (0..c).map(|_| Param::from_tensor(text_proxy.val())).collect(),
             vision_proxies: (0..d - c).map(|_| Param::from_tensor(vision_proxy.val())).collect(),
         };
-        let cleaned: Vec<String> = classnames.iter().map(|n| n.replace('_', " ")).collect();
-        let templates: Vec<String> = PROMPTSRC_TEMPLATES.iter().map(|t| t.to_string()).collect();
-        let teacher = ZeroShotClassifier::for_prompt_tower(model, tokenizer, &cleaned, &templates, device)?;
+        let teacher_text = match teacher {
+            Some(teacher) => teacher,
+            None => {
+                let cleaned: Vec<String> = classnames.iter().map(|n| n.replace('_', " ")).collect();
+                let templates: Vec<String> = PROMPTSRC_TEMPLATES.iter().map(|t| t.to_string()).collect();
+                ZeroShotClassifier::for_prompt_tower(model, tokenizer, &cleaned, &templates, device)?
+                    .class_embeddings
+            }
+        };
+        let k = classnames.len();
+        if teacher_text.dims()[0] != k {
+            return Err(ModelError::Input(format!(
+                "HiCroPL teacher: {} rows of text features for {k} classes",
+                teacher_text.dims()[0]
+            )));
+        }
         Ok(HicroplPromptLearner {
             text,
             vision,
@@ -240,7 +268,7 @@ impl HicroplConfig {
             token_suffix: prompts.suffix,
             slots: prompts.slots,
             eot_positions: prompts.pooled,
-            teacher_text: teacher.class_embeddings,
+            teacher_text,
         })
     }
 }
@@ -250,8 +278,8 @@ impl HicroplConfig {
 /// list of sentences): each sentence's frozen text features L2-normalised, their mean normalised,
 /// `[K, p]`. Class names are looked up with `_` read as a space, as the reference does.
 ///
-/// Errors name the class that has no entry, or an empty list, and the tokenizer's refusal of a
-/// sentence.
+/// Errors name the class that has no entry or an empty list, and a sentence longer than the
+/// context length (the reference's tokenizer raises on it; nothing is truncated).
 pub fn teacher_from_descriptions(
     model: &dyn DeepPromptModel,
     tokenizer: &dyn PromptTokenizer,
@@ -275,9 +303,12 @@ pub fn teacher_from_descriptions(
         let ids = sentences
             .iter()
             .map(|t| {
-                tokenizer.zero_shot_ids(t).map_err(|e| {
-                    ModelError::Input(format!("HiCroPL description {t:?} of class {name:?}: {e}"))
-                })
+                // A sentence longer than the context length is refused, as the reference's
+                // `clip.tokenize` raises on it, rather than truncated.
+                let refuse =
+                    |e: ModelError| ModelError::Input(format!("HiCroPL description of class {name:?}: {e}"));
+                tokenizer.slotted_prompt(0, t).map_err(refuse)?;
+                tokenizer.zero_shot_ids(t).map_err(refuse)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let features = l2_normalize(model.text_features_of_ids(&ids, device)?);

@@ -157,11 +157,13 @@ pub fn train_hicropl(
 ) -> Result<HicroplOutcome, CoopError> {
     config.validate()?;
     let learner_config = config.hicropl_learner().ok_or_else(|| wrong_method(config))?;
-    let mut learner = learner_config.init(model, tokenizer, classnames, device)?;
-    if let Some(descriptions) = &config.teacher_descriptions {
-        let teacher = teacher_from_descriptions(model, tokenizer, classnames, descriptions, device)?;
-        learner = learner.with_teacher(teacher)?;
-    }
+    let teacher = match &config.teacher_descriptions {
+        Some(descriptions) => {
+            Some(teacher_from_descriptions(model, tokenizer, classnames, descriptions, device)?)
+        }
+        None => None,
+    };
+    let learner = learner_config.init_with_teacher(model, tokenizer, classnames, teacher, device)?;
     train_hicropl_learner(model, classnames, learner, images, labels, loss, config, checkpoint_dir, progress)
 }
 
