@@ -341,4 +341,36 @@ name = "ce"
         assert!(e.contains(&format!("`{}` changed after the recipe was loaded", file.display())), "{e}");
         assert!(supports(&fits[1]).unwrap_err().contains("changed after the recipe was loaded"));
     }
+
+    /// With `hicropl_descriptions` a table from dataset to file, each dataset's HiCroPL fit reads its
+    /// own file.
+    #[test]
+    fn per_dataset_hicropl_descriptions_reach_each_datasets_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let derm = dir.path().join("derm_prompt.json");
+        let fundus = dir.path().join("fundus_prompt.json");
+        std::fs::write(&derm, r#"{"nevus": ["A round mole."]}"#).unwrap();
+        std::fs::write(&fundus, r#"{"grade 0": ["A healthy retina."]}"#).unwrap();
+        let text = format!(
+            "seeds = [0]\nlabel_fractions = [1.0]\ncalibrators = [\"none\"]\n\n[[encoders]]\n\
+             source = \"hf:org/clip\"\n\n[[datasets]]\nspec = \"synth:derm?n=40\"\n\n[[datasets]]\n\
+             spec = \"synth:fundus?n=40\"\n\n[regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 1e-3\n\
+             methods = [\"hicropl\"]\nhicropl_depth = 3\nhicropl_cross_layer = 2\n\
+             hicropl_descriptions = {{ derm = \"{}\", fundus = \"{}\" }}\n\n[[losses]]\nname = \"ce\"\n",
+            derm.display(),
+            fundus.display()
+        );
+        let options = calibra_run::ValidationOptions { check_paths: false };
+        let recipe = calibra_run::Recipe::parse(&text, "r.toml", options).unwrap();
+        let fits = calibra_run::expand(&recipe);
+        assert_eq!(fits.len(), 2);
+        for (fit, file, class, sentence) in
+            [(&fits[0], &derm, "nevus", "A round mole."), (&fits[1], &fundus, "grade 0", "A healthy retina.")]
+        {
+            let (config, _) = config_of(fit).unwrap();
+            let expected = [(class.to_string(), vec![sentence.to_string()])];
+            assert_eq!(config.teacher_descriptions, Some(expected.into_iter().collect()));
+            assert_eq!(descriptions_file(fit), file.to_str());
+        }
+    }
 }

@@ -9,6 +9,15 @@
 //!
 //! Without it HiCroPL's teacher is the frozen model's features of 60 templates.
 //!
+//! # One file, or one per dataset
+//!
+//! The recipe key is either one file for every dataset of the recipe (`hicropl_descriptions =
+//! "gpt/derm.json"`) or, as the reference keeps one file per dataset, a table from dataset name to
+//! file (`hicropl_descriptions = { isic2019 = "gpt/isic.json", aptos2019 = "gpt/aptos.json" }`): see
+//! [`DescriptionsSetting`]. With the table, a HiCroPL fit of dataset D holds D's file only, so
+//! adding or changing another dataset's file leaves D's fit keys as they were; validation refuses a
+//! HiCroPL dataset the table does not name, and an entry for a dataset HiCroPL does not train on.
+//!
 //! # In the fit key
 //!
 //! A fit holds the file as a [`DescriptionsFile`]: its path (where the executor reads it; not in the
@@ -20,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::run_key::{canonical_json, sha256_hex};
@@ -38,6 +47,71 @@ pub struct DescriptionsFile {
     /// [`descriptions_sha256`] of the file when the recipe was loaded; `None` when it could not be
     /// read then (`--no-check-paths`), and the executor refuses the fit.
     pub sha256: Option<String>,
+}
+
+/// The recipe's `hicropl_descriptions`: one file for every dataset, or a file per dataset name. In
+/// TOML a string or a table; written back the same way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum DescriptionsSetting {
+    /// `hicropl_descriptions = "FILE"`: one file for every dataset of the recipe.
+    OneFile(String),
+    /// `hicropl_descriptions = { dataset = "FILE", … }`: each dataset's own file, by dataset name
+    /// (the `[[datasets]]` entry's name).
+    PerDataset(BTreeMap<String, String>),
+}
+
+impl DescriptionsSetting {
+    /// The file of `dataset`'s HiCroPL fits: the one file, or the table's entry (`None` when the
+    /// table does not name the dataset, which validation refuses for a dataset HiCroPL trains on).
+    pub fn path_for(&self, dataset: &str) -> Option<&str> {
+        match self {
+            DescriptionsSetting::OneFile(path) => Some(path),
+            DescriptionsSetting::PerDataset(table) => table.get(dataset).map(String::as_str),
+        }
+    }
+
+    /// Every file the setting names (a file named for two datasets: once).
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            DescriptionsSetting::OneFile(path) => vec![path.as_str()],
+            DescriptionsSetting::PerDataset(table) => {
+                let mut paths: Vec<&str> = table.values().map(String::as_str).collect();
+                paths.sort_unstable();
+                paths.dedup();
+                paths
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DescriptionsSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = DescriptionsSetting;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a descriptions file (\"FILE\") or a table from dataset name to descriptions file \
+                     ({ dataset = \"FILE\", … })",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(DescriptionsSetting::OneFile(v.to_string()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut table = BTreeMap::new();
+                while let Some((dataset, path)) = map.next_entry::<String, String>()? {
+                    table.insert(dataset, path);
+                }
+                Ok(DescriptionsSetting::PerDataset(table))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// What a JSON value is, for messages.

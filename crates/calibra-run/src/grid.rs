@@ -34,9 +34,10 @@
 //! The **fit key** ([`FitKey`]) hashes everything that determines the fitted model: encoder name and
 //! source, dataset name and spec, split, regime and its hyper-parameters, probe (and layer) or loss
 //! (and arguments), label fraction and seed (see [`FitConfig`]); of a file it reads (HiCroPL's teacher
-//! descriptions), the digest of its content, not its path. Conditions and calibrators are not in
-//! it: they are slots of the fit, so adding a perturbation to a recipe adds slots to existing fits
-//! (the store runs such a fit again and appends only the missing slots) instead of re-keying the grid.
+//! descriptions: its own dataset's file), the digest of its content, not its path. Conditions and
+//! calibrators are not in it: they are slots of the fit, so adding a perturbation to a recipe adds
+//! slots to existing fits (the store runs such a fit again and appends only the missing slots)
+//! instead of re-keying the grid.
 
 use std::collections::BTreeSet;
 
@@ -95,8 +96,9 @@ pub enum FitMethod {
         /// when not `none`.
         #[serde(default = "no_augment", skip_serializing_if = "is_no_augment")]
         augment: String,
-        /// HiCroPL's teacher descriptions (`hicropl_descriptions`; HiCroPL fits only): in the key as
-        /// `{"sha256": …}`, the digest of their content, never the file's path; absent (and so out of
+        /// HiCroPL's teacher descriptions (`hicropl_descriptions`; HiCroPL fits only): the file of
+        /// the fit's dataset (the one file, or the table's entry for it), in the key as
+        /// `{"sha256": …}`, the digest of its content, never the file's path; absent (and so out of
         /// the key, as before the option existed) for the template teacher.
         #[serde(skip_serializing_if = "Option::is_none")]
         descriptions: Option<DescriptionsFile>,
@@ -531,11 +533,10 @@ pub fn expand(recipe: &Recipe) -> Vec<FitSpec> {
                                     Some(a) if method.prompts_images() => a.to_string(),
                                     _ => no_augment(),
                                 },
-                                descriptions: match (method, &c.hicropl_descriptions) {
-                                    (PromptMethod::HiCroPL { .. }, Some(path)) => Some(DescriptionsFile {
-                                        path: path.clone(),
-                                        sha256: c.hicropl_descriptions_sha256.clone(),
-                                    }),
+                                // The dataset's own file: its key does not depend on the
+                                // files of the recipe's other datasets.
+                                descriptions: match method {
+                                    PromptMethod::HiCroPL { .. } => c.hicropl_descriptions_for(&data.name),
                                     _ => None,
                                 },
                             },

@@ -93,8 +93,12 @@
 //!                                     # JSON object from class name to a non-empty list of sentences
 //!                                     # (the reference's gpt_file/<dataset>_prompt.json; class names
 //!                                     # with `_` read as a space); default: none, the 60 templates.
-//!                                     # Relative to the working directory. The fit key holds the
-//!                                     # digest of its content, not its path (crate::descriptions)
+//!                                     # One file for every dataset, or a table from dataset name to
+//!                                     # file, e.g. { derm = "gpt/derm.json", chest = "gpt/chest.json" }:
+//!                                     # then it names every dataset HiCroPL trains on, and only those.
+//!                                     # Relative to the working directory. A fit's key holds the
+//!                                     # digest of its dataset's file's content, not its path
+//!                                     # (crate::descriptions)
 //! datasets = ["derm"]                 # optional (zero-shot too): single-label datasets only
 //!
 //! [regimes.full]
@@ -141,6 +145,7 @@ use std::path::Path;
 use calibra_crs::Regime;
 use serde::{Deserialize, Serialize};
 
+use crate::descriptions::{DescriptionsFile, DescriptionsSetting};
 use crate::error::RunError;
 use crate::locate::{line_of, line_of_path, path_at};
 use crate::names;
@@ -439,15 +444,17 @@ pub struct CoopRegime {
     #[serde(default)]
     pub hicropl_adam_eps: Option<f64>,
     /// HiCroPL's teacher descriptions: a JSON file from class name to sentences (the reference's
-    /// `gpt_file/<dataset>_prompt.json`, see [`crate::descriptions`]); relative to the working
-    /// directory. Default: none, the teacher is the frozen model's features of 60 templates.
+    /// `gpt_file/<dataset>_prompt.json`, see [`crate::descriptions`]) for every dataset, or a table
+    /// from dataset name to such a file; relative to the working directory. Default: none, the
+    /// teacher is the frozen model's features of 60 templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hicropl_descriptions: Option<String>,
-    /// The digest of `hicropl_descriptions` ([`crate::descriptions::descriptions_sha256`]) when the
-    /// recipe was loaded: what the fit keys hold. Not a recipe key: [`Recipe::parse`] fills it (`None`
-    /// when the file could not be read, which validation refuses unless paths are not checked).
+    pub hicropl_descriptions: Option<DescriptionsSetting>,
+    /// The digests ([`crate::descriptions::descriptions_sha256`]) of the files `hicropl_descriptions`
+    /// names, by path, when the recipe was loaded: what the fit keys hold. Not a recipe key:
+    /// [`Recipe::parse`] fills it (a file that could not be read has no entry, which validation
+    /// refuses unless paths are not checked).
     #[serde(skip)]
-    pub hicropl_descriptions_sha256: Option<String>,
+    pub hicropl_descriptions_sha256: BTreeMap<String, String>,
     /// Train-time augmentation of the methods that train on images (MaPLe, PromptSRC, HiCroPL): `none`
     /// (default) or `crop-flip` (the references' random resized crop + flip; see calibra-train's
     /// `augment`). CoOp, KgCoOp and ProGrad train on cached image features and are not augmented.
@@ -520,6 +527,17 @@ pub const HICROPL_DEFAULT_LAMBDA: f64 = 12.0;
 pub const HICROPL_DEFAULT_ADAM_EPS: f64 = 1e-3;
 
 impl CoopRegime {
+    /// HiCroPL's teacher descriptions for the fits of `dataset` (a dataset name): its file and the
+    /// digest read when the recipe was loaded. `None` without `hicropl_descriptions`, or when its
+    /// table does not name the dataset (validation refuses that for a dataset HiCroPL trains on).
+    pub fn hicropl_descriptions_for(&self, dataset: &str) -> Option<DescriptionsFile> {
+        let path = self.hicropl_descriptions.as_ref()?.path_for(dataset)?;
+        Some(DescriptionsFile {
+            path: path.to_string(),
+            sha256: self.hicropl_descriptions_sha256.get(path).cloned(),
+        })
+    }
+
     /// The method names of the section (`methods`, else `["coop"]`).
     pub fn method_names(&self) -> Vec<String> {
         self.methods.clone().unwrap_or_else(|| vec![DEFAULT_COOP_METHOD.to_string()])
@@ -913,14 +931,19 @@ impl Recipe {
         })
     }
 
-    /// Reads what the fit keys hold of the files the recipe names: the digest of HiCroPL's
-    /// descriptions (`None` when the file cannot be read or parsed).
+    /// Reads what the fit keys hold of the files the recipe names: the digest of each of HiCroPL's
+    /// descriptions files (none for a file that cannot be read or parsed).
     fn digest_files(&mut self) {
         if let Some(c) = &mut self.regimes.coop {
-            c.hicropl_descriptions_sha256 = c.hicropl_descriptions.as_deref().and_then(|path| {
-                let descriptions = crate::descriptions::read_descriptions(Path::new(path)).ok()?;
-                Some(crate::descriptions::descriptions_sha256(&descriptions))
-            });
+            c.hicropl_descriptions_sha256 = c
+                .hicropl_descriptions
+                .iter()
+                .flat_map(DescriptionsSetting::paths)
+                .filter_map(|path| {
+                    let descriptions = crate::descriptions::read_descriptions(Path::new(path)).ok()?;
+                    Some((path.to_string(), crate::descriptions::descriptions_sha256(&descriptions)))
+                })
+                .collect();
         }
     }
 

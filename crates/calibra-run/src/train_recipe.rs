@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::descriptions::DescriptionsSetting;
 use crate::error::RunError;
 use crate::recipe::{
     CoopRegime, DEFAULT_COOP_METHOD, DatasetEntry, EncoderEntry, EvaluatorSettings, FrozenRegime, FullRegime,
@@ -179,9 +180,9 @@ impl TrainPlan {
                     hicropl_cross_layer: self.hicropl_cross_layer,
                     hicropl_lambda: self.hicropl_lambda,
                     hicropl_adam_eps: None,
-                    hicropl_descriptions: self.hicropl_descriptions.clone(),
+                    hicropl_descriptions: self.hicropl_descriptions.clone().map(DescriptionsSetting::OneFile),
                     // Filled when the recipe's TOML is parsed (`Recipe::parse` reads the file).
-                    hicropl_descriptions_sha256: None,
+                    hicropl_descriptions_sha256: Default::default(),
                     augment,
                     encoders: None,
                     datasets: None,
@@ -509,12 +510,13 @@ seed = 3
         // Parsing the written recipe reads the file: its digest is in the HiCroPL fits' keys.
         let again = Recipe::parse(&text, "after", ValidationOptions { check_paths: false }).unwrap();
         let c = again.regimes.coop.as_ref().unwrap();
-        assert_eq!(c.hicropl_descriptions_sha256.as_ref().map(String::len), Some(64));
+        let sha256 = c.hicropl_descriptions_sha256.get(&file.display().to_string()).unwrap();
+        assert_eq!(sha256.len(), 64);
         let fits = crate::expand(&again);
         assert!(
             fits.iter()
                 .all(|f| serde_json::to_value(&f.config.method).unwrap()["descriptions"]["sha256"].as_str()
-                    == c.hicropl_descriptions_sha256.as_deref())
+                    == Some(sha256.as_str()))
         );
         p.coop_method = Some("promptsrc".into());
         (p.hicropl_depth, p.hicropl_cross_layer) = (None, None);

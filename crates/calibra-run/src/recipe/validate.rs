@@ -12,6 +12,7 @@ use super::{
     CoopRegime, DatasetEntry, EncoderEntry, HEAD_INITS, LossEntry, MVC_BENCH_TEMPLATE_COUNT, Recipe,
     RegimeScope, ValidationOptions, mvc_bench_index,
 };
+use crate::descriptions::DescriptionsSetting;
 use crate::locate::KeyPath;
 use crate::names;
 
@@ -326,9 +327,94 @@ impl Recipe {
         }
         positive(problem, &at.key("lr"), c.lr);
         self.coop_method_problems(problem, &at, c);
-        coop_descriptions_problems(problem, &at, c, options);
+        self.coop_descriptions_problems(problem, &at, c, options);
         self.scope_problems(problem, &at, c.scope());
         check_single_label_datasets(problem, &at, "CoOp", c.datasets.as_deref(), &self.datasets);
+    }
+
+    /// `[regimes.coop] hicropl_descriptions`: only with method `hicropl`; each file readable (see
+    /// [`descriptions_file_problems`]); a table names exactly the datasets HiCroPL trains on, no
+    /// fewer (a fit would have no file) and no others (a file nothing reads).
+    fn coop_descriptions_problems(
+        &self,
+        problem: &mut Sink<'_>,
+        at: &KeyPath,
+        c: &CoopRegime,
+        options: ValidationOptions,
+    ) {
+        let Some(setting) = &c.hicropl_descriptions else { return };
+        let key = at.key("hicropl_descriptions");
+        let methods = c.method_names();
+        let hicropl = methods.iter().any(|m| m == "hicropl");
+        if !hicropl {
+            problem(
+                key.clone(),
+                format!(
+                    "`hicropl_descriptions` applies to method `hicropl`, which `methods` does not list \
+                     (methods: {})",
+                    methods.join(", ")
+                ),
+            );
+        }
+        let table = match setting {
+            DescriptionsSetting::OneFile(path) => {
+                descriptions_file_problems(problem, key, path, options);
+                return;
+            }
+            DescriptionsSetting::PerDataset(table) => table,
+        };
+        let recipe_datasets: Vec<String> = self.datasets.iter().map(DatasetEntry::display_name).collect();
+        let in_scope = |name: &String| c.datasets.as_ref().is_none_or(|list| list.contains(name));
+        for (dataset, path) in table {
+            let entry = key.key(dataset);
+            if !recipe_datasets.contains(dataset) {
+                problem(
+                    entry.clone(),
+                    format!(
+                        "`{dataset}` is not a dataset of this recipe; the table's keys are dataset names \
+                         (expected one of {})",
+                        recipe_datasets.join(", ")
+                    ),
+                );
+            } else if !in_scope(dataset) {
+                problem(
+                    entry.clone(),
+                    format!(
+                        "HiCroPL does not train on dataset `{dataset}`: `[regimes.coop] datasets` leaves it \
+                         out (datasets: {}); remove the entry or add the dataset there",
+                        c.datasets.as_deref().unwrap_or_default().join(", ")
+                    ),
+                );
+            }
+            descriptions_file_problems(problem, entry, path, options);
+        }
+        if !hicropl {
+            return;
+        }
+        // The datasets with HiCroPL fits, as `expand` makes them: in the regime's dataset scope and
+        // covered by an encoder of its encoder scope.
+        let named: Vec<&str> = table.keys().map(String::as_str).collect();
+        let encoders_in_scope: Vec<&EncoderEntry> = self
+            .encoders
+            .iter()
+            .filter(|e| c.encoders.as_ref().is_none_or(|list| list.contains(&e.display_name())))
+            .collect();
+        for dataset in recipe_datasets.iter().filter(|d| in_scope(d)) {
+            let trained = encoders_in_scope
+                .iter()
+                .any(|e| e.datasets.as_ref().is_none_or(|list| list.contains(dataset)));
+            if trained && !table.contains_key(dataset) {
+                problem(
+                    key.clone(),
+                    format!(
+                        "HiCroPL trains on dataset `{dataset}`, for which the table names no \
+                         descriptions file (it names: {}); add `{dataset} = \"FILE\"`, or leave \
+                         `{dataset}` out of `[regimes.coop] datasets`",
+                        if named.is_empty() { "no dataset".to_string() } else { named.join(", ") }
+                    ),
+                );
+            }
+        }
     }
 
     /// `[regimes.coop]` `methods` and the methods' hyper-parameters: implemented methods, listed once;
@@ -635,27 +721,9 @@ impl Recipe {
     }
 }
 
-/// `[regimes.coop] hicropl_descriptions`: only with method `hicropl`, a non-empty path and (with
-/// `check_paths`) a readable file of [`crate::descriptions::parse_descriptions`]'s format.
-fn coop_descriptions_problems(
-    problem: &mut Sink<'_>,
-    at: &KeyPath,
-    c: &CoopRegime,
-    options: ValidationOptions,
-) {
-    let Some(path) = &c.hicropl_descriptions else { return };
-    let key = at.key("hicropl_descriptions");
-    let methods = c.method_names();
-    if !methods.iter().any(|m| m == "hicropl") {
-        problem(
-            key.clone(),
-            format!(
-                "`hicropl_descriptions` applies to method `hicropl`, which `methods` does not list \
-                 (methods: {})",
-                methods.join(", ")
-            ),
-        );
-    }
+/// A HiCroPL descriptions file at `key`: a non-empty path and (with `check_paths`) a readable file of
+/// [`crate::descriptions::parse_descriptions`]'s format (the message names the file).
+fn descriptions_file_problems(problem: &mut Sink<'_>, key: KeyPath, path: &str, options: ValidationOptions) {
     if path.trim().is_empty() {
         problem(key, "the HiCroPL descriptions path is empty".into());
     } else if options.check_paths
