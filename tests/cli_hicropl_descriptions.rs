@@ -1,7 +1,9 @@
 //! `calibra train --method hicropl --hicropl-descriptions FILE` on the shipped tiny CLIP: HiCroPL's
 //! teacher from descriptions of each class (the reference's `gpt_file` JSON). A file with every class
 //! of the dataset trains and writes a `hicropl+ce` record; a file missing a class fails naming the
-//! class and the file; a malformed file is refused before anything runs, naming the file.
+//! class and the file; a malformed file is refused before anything runs, naming the file. A recipe
+//! of two datasets with a file per dataset (`hicropl_descriptions = { derm = …, fundus = … }`) trains
+//! each dataset's HiCroPL fit with its own file, and one that leaves a dataset out is refused.
 
 mod common;
 
@@ -15,7 +17,12 @@ const DATA: &str = "synth:derm?n=160&size=32";
 /// Descriptions of `synth:derm`'s classes (its label names with `_` read as a space, as the
 /// reference looks them up), leaving out `skip`.
 fn descriptions(skip: Option<&str>) -> String {
-    let names = calibra_data::SynthSuite::Derm.label_space().names;
+    descriptions_of(calibra_data::SynthSuite::Derm, skip)
+}
+
+/// Descriptions of the classes of `suite`, leaving out `skip`.
+fn descriptions_of(suite: calibra_data::SynthSuite, skip: Option<&str>) -> String {
+    let names = suite.label_space().names;
     let map: serde_json::Map<String, serde_json::Value> = names
         .iter()
         .map(|n| n.replace('_', " "))
@@ -133,4 +140,57 @@ fn malformed_descriptions_are_refused_before_training() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--hicropl-descriptions applies to --method hicropl, not --method maple"), "{err}");
+}
+
+/// `[regimes.coop]` HiCroPL on `synth:derm` and `synth:fundus` with `descriptions` (a TOML value).
+fn two_dataset_recipe(descriptions: &str) -> String {
+    let ck = Path::new(env!("CARGO_MANIFEST_DIR")).join("checkpoints/tiny-clip");
+    format!(
+        "seeds = [0]\nlabel_fractions = [1.0]\ncalibrators = [\"none\"]\n\n[[encoders]]\nsource = \"{}\"\n\n\
+         [[datasets]]\nspec = \"{DATA}\"\n\n[[datasets]]\nspec = \"synth:fundus?n=160&size=32\"\n\n\
+         [regimes.coop]\nn_ctx = 4\nepochs = 1\nlr = 2e-3\nmethods = [\"hicropl\"]\nhicropl_depth = 3\n\
+         hicropl_cross_layer = 2\nhicropl_n_ctx = 4\nhicropl_descriptions = {descriptions}\n\n\
+         [[losses]]\nname = \"ce\"\n",
+        ck.display()
+    )
+}
+
+#[test]
+fn a_recipe_trains_each_dataset_with_its_own_descriptions_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Each file describes its own dataset's classes only: a fit given the other's would fail.
+    let derm = write(tmp.path(), "derm_prompt.json", &descriptions(None));
+    let fundus =
+        write(tmp.path(), "fundus_prompt.json", &descriptions_of(calibra_data::SynthSuite::Fundus, None));
+    let table = format!("{{ derm = \"{}\", fundus = \"{}\" }}", derm.display(), fundus.display());
+    let recipe = write(tmp.path(), "recipe.toml", &two_dataset_recipe(&table));
+    let store = tmp.path().join("store");
+    let out = calibra(&["run", recipe.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
+    let mut trained: Vec<(String, String)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| (r["dataset"].as_str().unwrap().to_string(), r["probe"].as_str().unwrap().to_string()))
+        .collect();
+    trained.sort();
+    assert_eq!(
+        trained,
+        [("derm".to_string(), "hicropl+ce".to_string()), ("fundus".into(), "hicropl+ce".into())]
+    );
+
+    // Without fundus's entry the recipe is refused before anything runs, naming the key and dataset.
+    let table = format!("{{ derm = \"{}\" }}", derm.display());
+    let recipe = write(tmp.path(), "partial.toml", &two_dataset_recipe(&table));
+    let store = tmp.path().join("store-partial");
+    let out = calibra(&["run", recipe.to_str().unwrap(), "--out", store.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("key `regimes.coop.hicropl_descriptions`")
+            && err.contains("HiCroPL trains on dataset `fundus`")
+            && err.contains("(it names: derm)"),
+        "{err}"
+    );
+    assert!(!store.join("runs.jsonl").exists(), "nothing ran");
 }
