@@ -124,8 +124,8 @@ fn coop_method(method: PromptMethod) -> CoopMethod {
 
 /// Accepts a prompt-learning fit (CoOp, KgCoOp, ProGrad, MaPLe, PromptSRC, HiCroPL) whose options
 /// and loss resolve, and whose encoder the method runs on (refused up front as the fit would refuse
-/// it, see [`prompt_learning_refusal`]: no BERT text tower; MaPLe, PromptSRC and HiCroPL on CLIP
-/// only).
+/// it, see [`prompt_learning_refusal`]: MaPLe, PromptSRC and HiCroPL on CLIP and SigLIP, not on a
+/// BiomedCLIP-style checkpoint).
 pub(crate) fn supports(fit: &FitSpec) -> Result<(), String> {
     let (config, loss) = config_of(fit)?;
     recipe_loss(loss, false)?;
