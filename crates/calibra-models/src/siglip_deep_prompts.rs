@@ -27,7 +27,7 @@
 
 use burn::prelude::*;
 
-use crate::clip::deep_prompts::{check_deep, run_prompted_blocks};
+use crate::clip::deep_prompts::{append_vision_prompts, check_deep, run_prompted_blocks};
 use crate::error::ModelError;
 use crate::siglip::SiglipVisionTransformer;
 use crate::siglip_text::SiglipTextTransformer;
@@ -78,15 +78,8 @@ impl SiglipVisionTransformer {
         deep: &[Tensor<2>],
     ) -> Result<Tensor<2>, ModelError> {
         let x = self.embed(images)?;
-        let [b, n, d] = x.dims();
-        let [m, ds] = shared.dims();
-        if ds != d || m == 0 {
-            return Err(ModelError::Input(format!(
-                "SigLIP vision: shared prompts are [{m}, {ds}], expected [m > 0, {d}]"
-            )));
-        }
-        check_deep("SigLIP vision", deep, m, d, self.n_layers())?;
-        let x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
+        let n = x.dims()[1];
+        let x = append_vision_prompts("SigLIP vision", x, shared, deep, self.n_layers())?;
         let x = run_prompted_blocks(&self.blocks, x, n, deep);
         Ok(self.pool_hidden(x.narrow(1, 0, n)))
     }

@@ -170,6 +170,27 @@ pub(crate) fn run_prompted_blocks(
     x
 }
 
+/// The vision tower's embedded tokens `x: [b, n, d]` with `shared: [m, d]` appended after them, once
+/// `shared` and `deep` (the later blocks' prompts) are checked against the tower (`tower` names it
+/// in errors, `n_layers` its blocks).
+pub(crate) fn append_vision_prompts(
+    tower: &str,
+    x: Tensor<3>,
+    shared: Tensor<2>,
+    deep: &[Tensor<2>],
+    n_layers: usize,
+) -> Result<Tensor<3>, ModelError> {
+    let [b, _, d] = x.dims();
+    let [m, ds] = shared.dims();
+    if ds != d || m == 0 {
+        return Err(ModelError::Input(format!(
+            "{tower}: shared prompts are [{m}, {ds}], expected [m > 0, {d}]"
+        )));
+    }
+    check_deep(tower, deep, m, d, n_layers)?;
+    Ok(Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1))
+}
+
 /// Checks that every deep prompt is `[m, d]` and that there are fewer than `n_layers` of them.
 pub(crate) fn check_deep(
     tower: &str,
@@ -243,15 +264,8 @@ impl ClipVisionTransformer {
         deep: &[Tensor<2>],
     ) -> Result<Tensor<2>, ModelError> {
         let x = self.embed_positions(images)?;
-        let [b, n, d] = x.dims();
-        let [m, ds] = shared.dims();
-        if ds != d || m == 0 {
-            return Err(ModelError::Input(format!(
-                "CLIP vision: shared prompts are [{m}, {ds}], expected [m > 0, {d}]"
-            )));
-        }
-        check_deep("CLIP vision", deep, m, d, self.n_layers())?;
-        let x = Tensor::cat(vec![x, shared.unsqueeze_dim::<3>(0).expand([b, m, d])], 1);
+        let n = x.dims()[1];
+        let x = append_vision_prompts("CLIP vision", x, shared, deep, self.n_layers())?;
         let x = self.pre_layernorm.forward(x);
         let x = run_prompted_blocks(&self.blocks, x, n, deep);
         Ok(self.pool_hidden(x))
