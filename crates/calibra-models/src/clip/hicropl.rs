@@ -338,20 +338,6 @@ impl HicroplPromptLearner {
         self.text.len()
     }
 
-    /// The learner with `teacher` (`[K, p]`, L2-normalised rows) as its teacher text features, for
-    /// example [`teacher_from_descriptions`]'s.
-    pub fn with_teacher(mut self, teacher: Tensor<2>) -> Result<Self, ModelError> {
-        if teacher.dims() != self.teacher_text.dims() {
-            return Err(ModelError::Input(format!(
-                "HiCroPL teacher: {:?} text features, expected {:?} (one row per class)",
-                teacher.dims(),
-                self.teacher_text.dims()
-            )));
-        }
-        self.teacher_text = teacher;
-        Ok(self)
-    }
-
     /// Every parameter with its name in the reference's state dict (under `prompt_learner.`).
     pub fn named_params(&mut self) -> Vec<(String, &mut Param<Tensor<2>>)> {
         let mut out = Vec::new();
