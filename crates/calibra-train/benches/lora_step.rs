@@ -14,6 +14,10 @@
 //! - `siglipb`: SigLIP-B/16 vision tower (tanh GELU, no pooling head), 224 px (196 tokens; head on the
 //!   mean token); default 3.
 //!
+//! `LORA_BENCH_DEVICE` picks the device as `--device` does (`cpu`, the default; `wgpu`, `wgpu:N`,
+//! `cuda:N`, each needing its cargo feature: `cargo bench -p calibra-train --features wgpu`). Every
+//! step reads the gradient norm and the loss back to the host, so a GPU step's time is its whole work.
+//!
 //! One shape per process, so the peak RSS (`VmHWM`) is that shape's alone. The first step is a
 //! warm-up and is not timed; the median step time over `LORA_BENCH_STEPS` further steps is reported.
 //! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads) through
@@ -113,7 +117,14 @@ fn encoder_for(shape: &str, device: &Device) -> (Encoder, usize, usize) {
 
 fn main() {
     let shape = std::env::var("LORA_BENCH_SHAPE").unwrap_or_else(|_| "tiny".into());
-    let device = Device::flex().autodiff();
+    let device_name = std::env::var("LORA_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into());
+    let device = match calibra_models::device::parse_device(&device_name) {
+        Ok(device) => device.autodiff(),
+        Err(e) => {
+            eprintln!("LORA_BENCH_DEVICE={device_name}: {e}");
+            std::process::exit(2);
+        }
+    };
     device.seed(0);
     let (encoder, side, default_steps) = encoder_for(&shape, &device);
     let steps: usize =
@@ -155,7 +166,7 @@ fn main() {
     let median = times[times.len() / 2];
     let rss = peak_rss_mib().map_or("n/a".to_string(), |m| format!("{m:.0} MiB"));
     println!(
-        "burn flex LoRA step {shape} ({} q/v modules, r 8) batch {BATCH}: median {median:.3} s/step, \
+        "burn {device_name} LoRA step {shape} ({} q/v modules, r 8) batch {BATCH}: median {median:.3} s/step, \
          {:.2} images/s ({steps} timed steps after 1 warm-up; min {:.3} s, max {:.3} s); peak RSS {rss}",
         wrapped.len(),
         BATCH as f64 / median,

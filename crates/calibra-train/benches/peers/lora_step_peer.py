@@ -12,9 +12,15 @@ dinov2b = Dinov2ForImageClassification, DINOv2-B/14 at 224 px; clipb = CLIPForIm
 CLIP ViT-B/16 vision tower (quick GELU); siglipb = SiglipForImageClassification on a SigLIP-B/16 vision
 tower (no pooling head); the CLIP / SigLIP text towers are not built by these classes.
 Attention: "sdpa" (transformers' default) or "eager".
+Device: "cpu" (default; 2 threads) or "cuda" (the model and the batch on the GPU; each step ends with
+torch.cuda.synchronize(), so its time is its whole work; peak GPU memory is printed too). Precision:
+"fp32" (default; float32 matrix products without TF32, torch's default for them, and the patch
+convolution likewise) or "bf16" (torch.autocast to bfloat16
+around the forward pass and the loss: what a torch user turns on for speed; calibra has no mixed precision).
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python \
-     crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb|dinov2b|clipb|siglipb [STEPS] [sdpa|eager]
+     crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb|dinov2b|clipb|siglipb [STEPS] [sdpa|eager] \
+     [cpu|cuda] [fp32|bf16]
 """
 
 import sys
@@ -84,42 +90,61 @@ def main():
     shape = sys.argv[1] if len(sys.argv) > 1 else "tiny"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else DEFAULT_STEPS[shape]
     attn = sys.argv[3] if len(sys.argv) > 3 else "sdpa"
+    device = torch.device(sys.argv[4] if len(sys.argv) > 4 else "cpu")
+    precision = sys.argv[5] if len(sys.argv) > 5 else "fp32"
+    if precision not in ("fp32", "bf16"):
+        sys.exit(f"precision must be fp32 or bf16, got {precision!r}")
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.backends.cudnn.allow_tf32 = False  # float32 means float32: the patch convolution too
     torch.manual_seed(0)
     torch.set_num_threads(2)
     base, side = build(shape, attn)
-    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, target_modules=["q_proj", "v_proj"],
+    # transformers 5.x names the query / value projections q_proj / v_proj; some 5.x releases (5.17's
+    # DINOv2) still call them query / value: target whichever this model has.
+    names = {n.rsplit(".", 1)[-1] for n, _ in base.named_modules()}
+    targets = ["q_proj", "v_proj"] if "q_proj" in names else ["query", "value"]
+    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, target_modules=targets,
                       modules_to_save=["classifier"])
-    model = get_peft_model(base, lora)
+    model = get_peft_model(base, lora).to(device)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=2e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     total = steps + 1
     sched = get_cosine_schedule_with_warmup(opt, num_warmup_steps=max(1, total // 10), num_training_steps=total)
     g = torch.Generator().manual_seed(1)
-    images = torch.rand((BATCH, 3, side, side), generator=g) * 2 - 1
-    labels = torch.arange(BATCH) % CLASSES
+    images = (torch.rand((BATCH, 3, side, side), generator=g) * 2 - 1).to(device)
+    labels = (torch.arange(BATCH) % CLASSES).to(device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
     times = []
     for step in range(total):
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
-        logits = model(pixel_values=images).logits
-        loss = F.cross_entropy(logits, labels)
+        with autocast:
+            logits = model(pixel_values=images).logits
+            loss = F.cross_entropy(logits, labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
+        if cuda:
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - t0
         if step > 0:
             times.append(elapsed)
         assert torch.isfinite(loss)
     times.sort()
     median = times[len(times) // 2]
-    n_lora = sum(1 for n, m in model.named_modules() if hasattr(m, "lora_A") and n.endswith(("q_proj", "v_proj")))
-    print(f"torch {torch.__version__} + peft LoRA step {shape} ({n_lora} q/v modules, r 8, {attn} attention) "
-          f"batch {BATCH} (2 threads): median {median:.3f} s/step, {BATCH / median:.2f} images/s "
+    n_lora = sum(1 for n, m in model.named_modules() if hasattr(m, "lora_A") and n.endswith(tuple(targets)))
+    where = torch.cuda.get_device_name(device) if cuda else "2 threads"
+    gpu_memory = f"; peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:.0f} MiB" if cuda else ""
+    print(f"torch {torch.__version__} + peft LoRA step {shape} ({n_lora} q/v modules, r 8, {attn} attention, "
+          f"{precision}) batch {BATCH} ({where}): median {median:.3f} s/step, {BATCH / median:.2f} images/s "
           f"({steps} timed steps after 1 warm-up; min {times[0]:.3f} s, max {times[-1]:.3f} s); "
-          f"peak RSS {peak_rss_mib():.0f} MiB")
+          f"peak RSS {peak_rss_mib():.0f} MiB{gpu_memory}")
 
 
 if __name__ == "__main__":
