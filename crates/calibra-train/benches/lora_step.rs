@@ -4,7 +4,7 @@
 //! on the feature the family's transformers `*ForImageClassification` classifies,
 //! `Encoder::classification_feature`), cross-entropy, backward, global-norm clipping, AdamW update of
 //! the LoRA factors and the head. LoRA r 8, α 16, dropout 0.05 on `q_proj` / `v_proj`; the rest of
-//! the encoder is frozen; random initialisation; batch 32; 10 classes. Shapes (`LORA_BENCH_SHAPE`):
+//! the encoder is frozen; random initialisation; batch 32 (`LORA_BENCH_BATCH`); 10 classes. Shapes (`LORA_BENCH_SHAPE`):
 //!
 //! - `tiny`: hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4 (65 tokens); default 20 timed steps.
 //! - `vitb`: ViT-B/16 (hidden 768, 12 layers, 12 heads, MLP 3072), 224 px (197 tokens); default 3.
@@ -47,7 +47,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::json;
 
-const BATCH: usize = 32;
+/// Images per step unless `LORA_BENCH_BATCH` says otherwise.
+const DEFAULT_BATCH: usize = 32;
 const CLASSES: usize = 10;
 
 #[derive(Module, Debug)]
@@ -129,6 +130,8 @@ fn main() {
     let (encoder, side, default_steps) = encoder_for(&shape, &device);
     let steps: usize =
         std::env::var("LORA_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_steps);
+    let batch: usize =
+        std::env::var("LORA_BENCH_BATCH").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_BATCH);
     let dim = encoder.classification_dim();
     let mut encoder = encoder.no_grad();
     let lora = LoraConfig {
@@ -144,10 +147,10 @@ fn main() {
 
     // One batch of images, visited once per epoch: `steps + 1` epochs of one step each.
     let mut rng = ChaCha20Rng::seed_from_u64(1);
-    let pixels: Vec<f32> = (0..BATCH * 3 * side * side).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let data = TrainSet::classes([3, side, side], pixels, (0..BATCH).map(|i| i % CLASSES).collect());
+    let pixels: Vec<f32> = (0..batch * 3 * side * side).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let data = TrainSet::classes([3, side, side], pixels, (0..batch).map(|i| i % CLASSES).collect());
     let config =
-        TrainConfig { epochs: steps + 1, batch_size: BATCH, checkpoint_every: 0, ..TrainConfig::default() };
+        TrainConfig { epochs: steps + 1, batch_size: batch, checkpoint_every: 0, ..TrainConfig::default() };
     let loss = build_loss::<&str>("ce", &[]).expect("ce");
 
     let mut times = Vec::with_capacity(steps);
@@ -166,10 +169,10 @@ fn main() {
     let median = times[times.len() / 2];
     let rss = peak_rss_mib().map_or("n/a".to_string(), |m| format!("{m:.0} MiB"));
     println!(
-        "burn {device_name} LoRA step {shape} ({} q/v modules, r 8) batch {BATCH}: median {median:.3} s/step, \
+        "burn {device_name} LoRA step {shape} ({} q/v modules, r 8) batch {batch}: median {median:.3} s/step, \
          {:.2} images/s ({steps} timed steps after 1 warm-up; min {:.3} s, max {:.3} s); peak RSS {rss}",
         wrapped.len(),
-        BATCH as f64 / median,
+        batch as f64 / median,
         times[0],
         times[times.len() - 1],
     );

@@ -4,7 +4,7 @@ Same work as the Rust bench: transformers 5.24.0 <Family>ForImageClassification 
 no hidden/attention dropout) wrapped by peft 0.21.2 LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05,
 target_modules=["q_proj", "v_proj"], modules_to_save=["classifier"]); per step: forward, cross-entropy,
 backward, clip_grad_norm_(1.0), AdamW(lr 2e-4, betas (0.9, 0.999), eps 1e-8, weight decay 0.01) step,
-warmup + cosine schedule step. Batch 32, torch.set_num_threads(2). The first step is a warm-up; the
+warmup + cosine schedule step. Batch 32 (or BATCH), torch.set_num_threads(2). The first step is a warm-up; the
 median of the next STEPS steps is reported with the peak RSS (VmHWM) of this process.
 
 Shapes: tiny = ViT with hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4; vitb = ViT-B/16 at 224 px;
@@ -20,7 +20,7 @@ around the forward pass and the loss: what a torch user turns on for speed; cali
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python \
      crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb|dinov2b|clipb|siglipb [STEPS] [sdpa|eager] \
-     [cpu|cuda] [fp32|bf16]
+     [cpu|cuda] [fp32|bf16] [BATCH]
 """
 
 import sys
@@ -92,6 +92,7 @@ def main():
     attn = sys.argv[3] if len(sys.argv) > 3 else "sdpa"
     device = torch.device(sys.argv[4] if len(sys.argv) > 4 else "cpu")
     precision = sys.argv[5] if len(sys.argv) > 5 else "fp32"
+    batch = int(sys.argv[6]) if len(sys.argv) > 6 else BATCH
     if precision not in ("fp32", "bf16"):
         sys.exit(f"precision must be fp32 or bf16, got {precision!r}")
     cuda = device.type == "cuda"
@@ -113,8 +114,8 @@ def main():
     total = steps + 1
     sched = get_cosine_schedule_with_warmup(opt, num_warmup_steps=max(1, total // 10), num_training_steps=total)
     g = torch.Generator().manual_seed(1)
-    images = (torch.rand((BATCH, 3, side, side), generator=g) * 2 - 1).to(device)
-    labels = (torch.arange(BATCH) % CLASSES).to(device)
+    images = (torch.rand((batch, 3, side, side), generator=g) * 2 - 1).to(device)
+    labels = (torch.arange(batch) % CLASSES).to(device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
     times = []
@@ -142,7 +143,7 @@ def main():
     where = torch.cuda.get_device_name(device) if cuda else "2 threads"
     gpu_memory = f"; peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:.0f} MiB" if cuda else ""
     print(f"torch {torch.__version__} + peft LoRA step {shape} ({n_lora} q/v modules, r 8, {attn} attention, "
-          f"{precision}) batch {BATCH} ({where}): median {median:.3f} s/step, {BATCH / median:.2f} images/s "
+          f"{precision}) batch {batch} ({where}): median {median:.3f} s/step, {batch / median:.2f} images/s "
           f"({steps} timed steps after 1 warm-up; min {times[0]:.3f} s, max {times[-1]:.3f} s); "
           f"peak RSS {peak_rss_mib():.0f} MiB{gpu_memory}")
 
