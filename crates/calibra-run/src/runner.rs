@@ -12,8 +12,8 @@
 //! grid continues — unless `fail_fast`, which stops with the error. Failed fits run again on resume.
 //!
 //! A **panic** inside the executor (a bug, or a library assertion such as a backend's dtype check) is
-//! caught and handled as that fit's error (`executor panicked: <message>`), so one bad fit cannot abort
-//! a grid of hundreds. After any failed fit, the temporary files this process's atomic writers leave
+//! caught and handled as that fit's error (`executor panicked: <message>`, plus what to change when
+//! the message says a GPU ran out of memory), so one bad fit cannot abort a grid of hundreds. After any failed fit, the temporary files this process's atomic writers leave
 //! when unwound mid-write (`.NAME.tmp-<pid>`, `NAME.tmp-<pid>`, `NAME.tmp`) are removed from the
 //! store's feature cache and the fit's directory, so no half-written output remains.
 
@@ -128,7 +128,26 @@ fn execute_caught(
 ) -> Result<Vec<RunOutput>, String> {
     match catch_unwind(AssertUnwindSafe(|| outputs_of(executor, datasets, fit, ctx))) {
         Ok(result) => result,
-        Err(payload) => Err(format!("executor panicked: {}", panic_message(payload.as_ref()))),
+        Err(payload) => {
+            let message = panic_message(payload.as_ref());
+            Err(format!("executor panicked: {message}{}", out_of_memory_hint(&message)))
+        }
+    }
+}
+
+/// What a panic's text gains when it says a GPU ran out of memory (cubecl's launch and allocation
+/// errors: "An out-of-memory error happened during launch", "out of device memory allocating N
+/// bytes"): the two things a user can change. Empty for any other panic.
+fn out_of_memory_hint(message: &str) -> &'static str {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("out-of-memory")
+        || lower.contains("out of device memory")
+        || lower.contains("outofmemory")
+    {
+        " (the device ran out of memory: lower the batch size, `--batch-size` or the regime's `batch_size`, \
+         with `--accumulate` / `accumulate` to keep the effective batch, or use a device with more memory)"
+    } else {
+        ""
     }
 }
 
@@ -228,4 +247,24 @@ pub fn check_outputs(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_out_of_memory_panic_says_what_to_change_and_no_other_panic_does() {
+        for message in [
+            "out of device memory allocating 4294967296 bytes\n<backtrace>",
+            "An out-of-memory error happened during launch\nCaused by:\n  pool exhausted",
+            "called `Result::unwrap()` on an `Err` value: OutOfMemory { size: 12 }",
+        ] {
+            let hint = out_of_memory_hint(message);
+            assert!(hint.contains("--batch-size") && hint.contains("accumulate"), "{message}: {hint}");
+        }
+        for message in ["simulated panic", "index out of bounds: the len is 3 but the index is 7", ""] {
+            assert_eq!(out_of_memory_hint(message), "", "{message}");
+        }
+    }
 }
