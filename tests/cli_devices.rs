@@ -1,7 +1,8 @@
 //! `--device` on `calibra run` and `calibra train`, and a recipe's `[runtime] device` (issue 16):
 //! a device this build cannot use is one clear error before any work starts (no run store is
 //! created), a bad name is refused with the names that work, and with the `wgpu` feature
-//! `calibra train --device wgpu` writes the records the CPU run writes, within 1e-3.
+//! `calibra train --device wgpu` names the adapter (warning when it is a software renderer) and writes
+//! the records the CPU run writes, within 1e-3.
 
 mod common;
 
@@ -90,6 +91,50 @@ fn wgpu_without_the_feature_names_the_feature_before_any_work() {
     assert!(!store.exists(), "no run store before the device is known to work");
 }
 
+/// `features`, `zero-shot` and `pretrain` check a GPU device before any work too, under the same
+/// words; nothing is written.
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn the_other_device_taking_commands_refuse_wgpu_without_the_feature_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("out.safetensors");
+    let out_dir = tmp.path().join("pretrained");
+    let (file, dir) = (out_file.to_str().unwrap(), out_dir.to_str().unwrap());
+    let encoder = Path::new(env!("CARGO_MANIFEST_DIR")).join("checkpoints/tiny-clip").display().to_string();
+    let commands: [Vec<&str>; 3] = [
+        vec!["features", "--encoder", &encoder, "--data", DATA, "--device", "wgpu", "--out", file],
+        vec!["zero-shot", "--encoder", &encoder, "--data", DATA, "--device", "wgpu", "--out", file],
+        vec![
+            "pretrain",
+            "--name",
+            "x",
+            "--hidden",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--mlp",
+            "32",
+            "--patch",
+            "8",
+            "--image-size",
+            "32",
+            "--device",
+            "wgpu",
+            "--out",
+            dir,
+        ],
+    ];
+    for args in commands {
+        let out = calibra(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}: {err}", args[0]);
+        assert!(err.contains("--device `wgpu`") && err.contains("--features wgpu"), "{}: {err}", args[0]);
+        assert!(!out_file.exists() && !out_dir.exists(), "{}: nothing is written", args[0]);
+    }
+}
+
 /// Every record's metrics and predictions (row-major values of its predictions file), keyed by
 /// (regime, condition, calibrator), from a store.
 #[cfg(feature = "wgpu")]
@@ -122,7 +167,17 @@ fn train_on_wgpu_writes_the_records_of_the_cpu_run() {
         let mut args = train_args(&encoder, store.to_str().unwrap(), device);
         args[4] = "synth:derm?n=200&size=32";
         let out = calibra(&args);
-        assert!(out.status.success(), "{device}: {}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{device}: {stderr}");
+        if device == "wgpu" {
+            // The adapter is named; a software renderer (lavapipe here) is warned about.
+            let line =
+                stderr.lines().find(|l| l.starts_with("device: wgpu (--device): ")).unwrap_or_else(|| {
+                    panic!("no line naming the adapter: {stderr}");
+                });
+            let software = line.contains("llvmpipe") || line.contains("lavapipe");
+            assert_eq!(stderr.contains("a software renderer on the CPU, not a GPU"), software, "{stderr}");
+        }
     }
     let (on_cpu, on_gpu) = (records(&cpu), records(&gpu));
     assert_eq!(on_cpu.keys().collect::<Vec<_>>(), on_gpu.keys().collect::<Vec<_>>());

@@ -10,7 +10,8 @@
 #  3. wgpu against the CPU backend on the real GPU (scripts/dev/gpu_parity.py, through the calibra binary:
 #     every family's features within 1e-4, and `calibra train` LoRA and CoOp records within 1e-3);
 #  4. round 2 of the benchmark in the other order (torch first), then torch with bf16 autocast and torch
-#     with eager attention, for reference (calibra has neither mixed precision nor a fused attention).
+#     with eager attention, for reference (calibra has neither mixed precision nor a fused attention);
+#  5. `calibra train --device wgpu` end to end: a ViT-B/16-shaped encoder on 640 JPEGs at 224 px.
 # GPU memory in use is sampled every 200 ms throughout (gpu_memory.csv, with stage markers in stages.log).
 #
 # Inputs, built on a machine with Rust (none is on the GPU machine) and carried in `.gpu/` (git-ignored),
@@ -21,6 +22,8 @@
 # and the Vulkan loader as Debian packages in `.gl/` (the device tool's README says how).
 #
 # Run: the device tool, command `bash scripts/dev/gpu_check.sh`, carry [".gl", ".gpu"]. Logs land in $OUT.
+# It unpacks those packages into / and writes under /tmp: run it only on a throwaway machine.
+# Results of its first run (2026-12-04, H200): benches/RESULTS.md, "On a GPU".
 set -u
 OUT="${OUT:-/tmp/gpu_check}"
 mkdir -p "$OUT"

@@ -42,6 +42,7 @@ pub struct FeaturesArgs {
 }
 
 pub fn run(args: &FeaturesArgs) -> Result<()> {
+    super::device_notice::announce_unless_cpu(&args.device)?;
     let job = FeatureFileJob::prepare(FeatureFileRequest {
         encoder: args.encoder.clone(),
         data: args.data.clone(),

@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod compare_ranks;
 pub mod crs;
 pub mod data;
+pub mod device_notice;
 pub mod eval;
 pub mod features;
 pub mod merge;

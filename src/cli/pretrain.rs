@@ -83,6 +83,7 @@ const CLIP_LR: f64 = 1e-3;
 const CLIP_BATCH_SIZE: usize = 64;
 
 pub fn run(args: &PretrainArgs) -> Result<()> {
+    super::device_notice::announce_unless_cpu(&args.device)?;
     let selection = if args.clip {
         PretrainSelection::Clip
     } else if args.panel {

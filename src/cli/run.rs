@@ -189,7 +189,8 @@ pub fn run_recipe(
 }
 
 /// The device `--device` names, else the recipe's `[runtime] device`, else the CPU; brought up and
-/// checked (a missing backend or driver is an error naming where the name came from).
+/// checked (a missing backend or driver is an error naming where the name came from). A GPU-API
+/// device's name is printed, with a warning when it is a software renderer.
 fn resolve_device(recipe: &Recipe, flag: Option<&str>, source: &str) -> Result<burn::tensor::Device> {
     let from_recipe = recipe.runtime.as_ref().and_then(|r| r.device.as_deref());
     let (name, origin) = match (flag, from_recipe) {
@@ -197,7 +198,5 @@ fn resolve_device(recipe: &Recipe, flag: Option<&str>, source: &str) -> Result<b
         (None, Some(name)) => (name, format!("{source}: [runtime] device")),
         (None, None) => return Ok(burn::tensor::Device::flex()),
     };
-    let device = calibra_models::parse_device(name).with_context(|| format!("{origin} `{name}`"))?;
-    eprintln!("device: {name} ({origin})");
-    Ok(device)
+    super::device_notice::announce_device(name, &origin)
 }

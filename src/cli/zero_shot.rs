@@ -67,6 +67,7 @@ pub struct ZeroShotArgs {
 }
 
 pub fn run(args: &ZeroShotArgs) -> Result<()> {
+    super::device_notice::announce_unless_cpu(&args.device)?;
     let split = Split::parse(&args.split)
         .with_context(|| format!("--split `{}`: expected train, calibration or test", args.split))?;
     let options = TemplateStudyOptions {

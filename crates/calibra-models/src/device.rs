@@ -178,6 +178,48 @@ fn ndarray_device() -> Result<Device, ModelError> {
     })
 }
 
+/// What the driver calls a GPU-API device, and whether it is a CPU behind that API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterIdentity {
+    /// The device as it names itself (`NVIDIA H200`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub name: String,
+    /// A software renderer (Mesa's lavapipe/llvmpipe, SwiftShader): wgpu reports it as a CPU
+    /// adapter, and cubecl gives it no physical card.
+    pub software: bool,
+}
+
+impl AdapterIdentity {
+    /// The warning a user should see before work starts on a software renderer: `wgpu` falls back
+    /// to one when no GPU driver loads, and it runs many times slower than the `cpu` backend.
+    pub fn software_warning(&self, device: &str) -> Option<String> {
+        self.software.then(|| {
+            format!(
+                "warning: --device {device} runs on `{}`, a software renderer on the CPU, not a GPU (no GPU \
+                 driver was found, or this machine has no GPU). It is many times slower than `--device cpu`; \
+                 install the GPU's Vulkan driver, or use `--device cpu`",
+                self.name
+            )
+        })
+    }
+}
+
+/// Who `device` is, for GPU-API devices (`wgpu`, `cuda`); `None` for burn's own CPU backends,
+/// which report no identity, and in builds without a GPU backend. Opens the device: call it after
+/// [`check_device`].
+pub fn adapter_identity(device: &Device) -> Option<AdapterIdentity> {
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    {
+        device
+            .identity()
+            .map(|identity| AdapterIdentity { software: identity.physical.is_none(), name: identity.name })
+    }
+    #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+    {
+        let _ = device;
+        None
+    }
+}
+
 /// Parses a device name and returns the checked device (see [`DeviceKind::from_str`] and
 /// [`DeviceKind::device`]).
 pub fn parse_device(name: &str) -> Result<Device, ModelError> {
@@ -212,6 +254,19 @@ mod tests {
     #[test]
     fn the_check_passes_on_the_cpu_backend() {
         check_device("cpu", &Device::flex(), "").unwrap();
+    }
+
+    #[test]
+    fn the_cpu_backend_has_no_adapter_and_only_a_software_adapter_is_warned_about() {
+        assert_eq!(adapter_identity(&Device::flex()), None);
+        let software = AdapterIdentity { name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(), software: true };
+        let warning = software.software_warning("wgpu").unwrap();
+        assert!(
+            warning.contains("--device wgpu runs on `llvmpipe") && warning.contains("--device cpu"),
+            "{warning}"
+        );
+        let card = AdapterIdentity { name: "NVIDIA H200".into(), software: false };
+        assert_eq!(card.software_warning("wgpu"), None);
     }
 
     #[cfg(not(feature = "ndarray"))]

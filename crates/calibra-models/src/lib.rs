@@ -31,7 +31,7 @@ pub mod timm;
 pub mod tokenizer;
 pub mod tokenizer_train;
 
-pub use device::{DeviceKind, parse_device};
+pub use device::{AdapterIdentity, DeviceKind, adapter_identity, parse_device};
 pub use encoder::{Encoder, EncoderModel};
 pub use encoder_output::EncoderOutput;
 pub use error::{KeyReport, ModelError};
