@@ -124,8 +124,8 @@ def records(store):
 def training(bin_, work, device):
     failed = 0
     cases = {
-        "lora": ["--encoder", "checkpoints/generalist", "--regime", "lora", "--lr", "1e-3"],
-        "coop": ["--encoder", "checkpoints/tiny-clip", "--regime", "coop"],
+        "lora": ["--encoder", str(ROOT / "checkpoints/generalist"), "--regime", "lora", "--lr", "1e-3"],
+        "coop": ["--encoder", str(ROOT / "checkpoints/tiny-clip"), "--regime", "coop"],
     }
     for name, args in cases.items():
         try:
