@@ -104,27 +104,10 @@ fn the_other_device_taking_commands_refuse_wgpu_without_the_feature_before_any_w
     let commands: [Vec<&str>; 3] = [
         vec!["features", "--encoder", &encoder, "--data", DATA, "--device", "wgpu", "--out", file],
         vec!["zero-shot", "--encoder", &encoder, "--data", DATA, "--device", "wgpu", "--out", file],
-        vec![
-            "pretrain",
-            "--name",
-            "x",
-            "--hidden",
-            "16",
-            "--layers",
-            "1",
-            "--heads",
-            "2",
-            "--mlp",
-            "32",
-            "--patch",
-            "8",
-            "--image-size",
-            "32",
-            "--device",
-            "wgpu",
-            "--out",
-            dir,
-        ],
+        "pretrain --name x --hidden 16 --layers 1 --heads 2 --mlp 32 --patch 8 --image-size 32 --device wgpu --out"
+            .split(' ')
+            .chain([dir])
+            .collect(),
     ];
     for args in commands {
         let out = calibra(&args);
