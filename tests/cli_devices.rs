@@ -1,6 +1,6 @@
-//! `--device` on `calibra run` and `calibra train`, and a recipe's `[runtime] device` (issue 16):
-//! a device this build cannot use is one clear error before any work starts (no run store is
-//! created), a bad name is refused with the names that work, and with the `wgpu` feature
+//! `--device` on `calibra run` and `calibra train` (and `features`, `zero-shot`, `pretrain`), and a
+//! recipe's `[runtime] device` (issue 16): a device this build cannot use is one clear error before
+//! any work starts (no run store or output is created), a bad name is refused with the names that work, and with the `wgpu` feature
 //! `calibra train --device wgpu` names the adapter (warning when it is a software renderer) and writes
 //! the records the CPU run writes, within 1e-3.
 

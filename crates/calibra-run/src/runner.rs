@@ -13,8 +13,8 @@
 //!
 //! A **panic** inside the executor (a bug, or a library assertion such as a backend's dtype check) is
 //! caught and handled as that fit's error (`executor panicked: <message>`, plus what to change when
-//! the message says a GPU ran out of memory), so one bad fit cannot abort a grid of hundreds. After any failed fit, the temporary files this process's atomic writers leave
-//! when unwound mid-write (`.NAME.tmp-<pid>`, `NAME.tmp-<pid>`, `NAME.tmp`) are removed from the
+//! the message says a GPU ran out of memory), so one bad fit cannot abort a grid of hundreds. After
+//! any failed fit, the temporary files this process's atomic writers leave when unwound mid-write (`.NAME.tmp-<pid>`, `NAME.tmp-<pid>`, `NAME.tmp`) are removed from the
 //! store's feature cache and the fit's directory, so no half-written output remains.
 
 use std::collections::BTreeSet;

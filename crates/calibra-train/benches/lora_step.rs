@@ -4,7 +4,8 @@
 //! on the feature the family's transformers `*ForImageClassification` classifies,
 //! `Encoder::classification_feature`), cross-entropy, backward, global-norm clipping, AdamW update of
 //! the LoRA factors and the head. LoRA r 8, α 16, dropout 0.05 on `q_proj` / `v_proj`; the rest of
-//! the encoder is frozen; random initialisation; batch 32 (`LORA_BENCH_BATCH`); 10 classes. Shapes (`LORA_BENCH_SHAPE`):
+//! the encoder is frozen; random initialisation; batch 32 (`LORA_BENCH_BATCH`); 10 classes. Shapes
+//! (`LORA_BENCH_SHAPE`):
 //!
 //! - `tiny`: hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4 (65 tokens); default 20 timed steps.
 //! - `vitb`: ViT-B/16 (hidden 768, 12 layers, 12 heads, MLP 3072), 224 px (197 tokens); default 3.
@@ -71,6 +72,19 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// The positive count in environment variable `name`, `default` when it is unset; anything else
+/// ends the bench with a message rather than measuring a size nobody asked for.
+fn count_from_env(name: &str, default: usize) -> usize {
+    let Ok(text) = std::env::var(name) else { return default };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("{name}={text}: expected a whole number > 0");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// A randomly initialised encoder of `shape`, its input side and the default number of timed steps.
 fn encoder_for(shape: &str, device: &Device) -> (Encoder, usize, usize) {
     let hf = |json: serde_json::Value| HfConfig::from_value("lora_step bench", json);
@@ -128,10 +142,8 @@ fn main() {
     };
     device.seed(0);
     let (encoder, side, default_steps) = encoder_for(&shape, &device);
-    let steps: usize =
-        std::env::var("LORA_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(default_steps);
-    let batch: usize =
-        std::env::var("LORA_BENCH_BATCH").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_BATCH);
+    let steps = count_from_env("LORA_BENCH_STEPS", default_steps);
+    let batch = count_from_env("LORA_BENCH_BATCH", DEFAULT_BATCH);
     let dim = encoder.classification_dim();
     let mut encoder = encoder.no_grad();
     let lora = LoraConfig {

@@ -4,8 +4,8 @@ Same work as the Rust bench: transformers 5.24.0 <Family>ForImageClassification 
 no hidden/attention dropout) wrapped by peft 0.21.2 LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05,
 target_modules=["q_proj", "v_proj"], modules_to_save=["classifier"]); per step: forward, cross-entropy,
 backward, clip_grad_norm_(1.0), AdamW(lr 2e-4, betas (0.9, 0.999), eps 1e-8, weight decay 0.01) step,
-warmup + cosine schedule step. Batch 32 (or BATCH), torch.set_num_threads(2). The first step is a warm-up; the
-median of the next STEPS steps is reported with the peak RSS (VmHWM) of this process.
+warmup + cosine schedule step. Batch 32 (or BATCH), torch.set_num_threads(2). The first step is a
+warm-up; the median of the next STEPS steps is reported with the peak RSS (VmHWM) of this process.
 
 Shapes: tiny = ViT with hidden 96, 4 layers, 3 heads, MLP 384, 32 px, patch 4; vitb = ViT-B/16 at 224 px;
 dinov2b = Dinov2ForImageClassification, DINOv2-B/14 at 224 px; clipb = CLIPForImageClassification on a
@@ -15,8 +15,8 @@ Attention: "sdpa" (transformers' default) or "eager".
 Device: "cpu" (default; 2 threads) or "cuda" (the model and the batch on the GPU; each step ends with
 torch.cuda.synchronize(), so its time is its whole work; peak GPU memory is printed too). Precision:
 "fp32" (default; float32 matrix products without TF32, torch's default for them, and the patch
-convolution likewise) or "bf16" (torch.autocast to bfloat16
-around the forward pass and the loss: what a torch user turns on for speed; calibra has no mixed precision).
+convolution likewise) or "bf16" (torch.autocast to bfloat16 around the forward pass and the loss: what a
+torch user turns on for speed; calibra has no mixed precision).
 
 Run: CALIBRA_GOLDEN_VENV=/work/pyenv/golden scripts/golden/venv.sh python \
      crates/calibra-train/benches/peers/lora_step_peer.py tiny|vitb|dinov2b|clipb|siglipb [STEPS] [sdpa|eager] \
