@@ -132,6 +132,7 @@ pub fn check_device(name: &str, device: &Device, hint: &str) -> Result<(), Model
 #[cfg(feature = "wgpu")]
 fn wgpu_device(index: Option<usize>) -> Result<Device, ModelError> {
     use burn::tensor::DeviceKind as Kind;
+    crate::gpu_autotune::install_default_autotune_level();
     Ok(Device::wgpu(match index {
         None => Kind::DefaultDevice,
         Some(i) => Kind::DiscreteGpu(i),
@@ -148,6 +149,7 @@ fn wgpu_device(_index: Option<usize>) -> Result<Device, ModelError> {
 
 #[cfg(feature = "cuda")]
 fn cuda_device(index: usize) -> Result<Device, ModelError> {
+    crate::gpu_autotune::install_default_autotune_level();
     Ok(Device::cuda(index))
 }
 

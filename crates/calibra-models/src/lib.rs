@@ -6,6 +6,7 @@
 
 pub mod device;
 pub mod error;
+mod gpu_autotune;
 pub mod hf;
 pub mod layers;
 
