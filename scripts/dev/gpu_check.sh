@@ -4,14 +4,19 @@
 # What it runs, in this order, each stage under its own time limit and a deadline for the whole:
 #  1. the device: nvidia-smi, the Vulkan loader and NVIDIA's Vulkan driver, `calibra train --device wgpu`'s
 #     device check on a shipped tiny checkpoint;
-#  2. round 1 of the LoRA step benchmark on ViT-B/16 at 224 px, batch 32: burn on wgpu
+#  2. round 1 of the LoRA step benchmark at 224 px, batch 32, on the first shape of GPU_CHECK_SHAPES
+#     (default ViT-B/16, then CLIP and SigLIP vision, DINOv2): burn on wgpu
 #     (crates/calibra-train/benches/lora_step.rs, LORA_BENCH_DEVICE=wgpu) then torch + peft on CUDA
 #     (crates/calibra-train/benches/peers/lora_step_peer.py, float32, sdpa attention), same GPU;
 #  3. wgpu against the CPU backend on the real GPU (scripts/dev/gpu_parity.py, through the calibra binary:
 #     every family's features within 1e-4, and `calibra train` LoRA and CoOp records within 1e-3);
-#  4. round 2 of the benchmark in the other order (torch first), then torch with bf16 autocast and torch
-#     with eager attention, for reference (calibra has neither mixed precision nor a fused attention);
-#  5. `calibra train --device wgpu` end to end: a ViT-B/16-shaped encoder on 640 JPEGs at 224 px.
+#  4. a kernel profile of burn's step on the first shape: cubecl's profiling logger (a `cubecl.toml` in a
+#     scratch directory), summed by kernel into kernel_profile.txt by scripts/dev/kernel_profile.py;
+#  5. the other shapes, burn then torch; round 2 of the first shape in the other order (torch first), and
+#     burn once more with CUBECL_AUTOTUNE_LEVEL=minimal; with
+#     GPU_CHECK_REFERENCES=1 also torch with bf16 autocast and with eager attention (calibra has neither
+#     mixed precision nor a fused attention);
+#  6. `calibra train --device wgpu` end to end: a ViT-B/16-shaped encoder on 640 JPEGs at 224 px.
 # GPU memory in use is sampled every 200 ms throughout (gpu_memory.csv, with stage markers in stages.log).
 #
 # Inputs, built on a machine with Rust (none is on the GPU machine) and carried in `.gpu/` (git-ignored),
@@ -30,6 +35,8 @@ mkdir -p "$OUT"
 start=$SECONDS
 DEADLINE="${GPU_CHECK_DEADLINE:-500}"  # seconds; a stage that would start later is skipped
 STEPS="${GPU_CHECK_STEPS:-10}"
+SHAPES="${GPU_CHECK_SHAPES:-vitb clipb siglipb dinov2b}"
+FIRST_SHAPE="${SHAPES%% *}"
 
 stage() { echo "== [$((SECONDS - start)) s] $*" | tee -a "$OUT/stages.log"; }
 # time_left NAME [LATEST]: whether a stage may start now (before LATEST seconds, default the deadline).
@@ -57,23 +64,23 @@ stage "device check: calibra train --device wgpu (tiny checkpoint, 64 images at 
 timeout 120 /tmp/gpu_bin/calibra train --encoder checkpoints/scratch --data 'synth:derm?n=64&size=32' --regime lora \
   --epochs 1 --device wgpu --calibrators none --out /tmp/device_check 2>&1 | tail -5
 
-burn_round() {
-  time_left "burn wgpu" || return
-  stage "burn wgpu LoRA step vitb ($STEPS steps)"
-  LORA_BENCH_DEVICE=wgpu LORA_BENCH_SHAPE=vitb LORA_BENCH_STEPS=$STEPS timeout 200 /tmp/gpu_bin/lora_step 2>&1 \
+burn_round() {  # shape
+  time_left "burn wgpu $1" || return
+  stage "burn wgpu LoRA step $1 ($STEPS steps${CUBECL_AUTOTUNE_LEVEL:+, CUBECL_AUTOTUNE_LEVEL=$CUBECL_AUTOTUNE_LEVEL})"
+  LORA_BENCH_DEVICE=wgpu LORA_BENCH_SHAPE=$1 LORA_BENCH_STEPS=$STEPS timeout 200 /tmp/gpu_bin/lora_step 2>&1 \
     | tee -a "$OUT/bench.log" | tail -3
   stage "burn done"
 }
-torch_round() {  # precision attention
-  time_left "torch $1 $2" || return
-  stage "torch + peft cuda LoRA step vitb ($STEPS steps, $1, $2)"
-  PYTHONUNBUFFERED=1 timeout 120 python3 crates/calibra-train/benches/peers/lora_step_peer.py vitb "$STEPS" "$2" cuda "$1" 2>&1 \
+torch_round() {  # shape precision attention
+  time_left "torch $1 $2 $3" || return
+  stage "torch + peft cuda LoRA step $1 ($STEPS steps, $2, $3)"
+  PYTHONUNBUFFERED=1 timeout 120 python3 crates/calibra-train/benches/peers/lora_step_peer.py "$1" "$STEPS" "$3" cuda "$2" 2>&1 \
     | tee -a "$OUT/bench.log" | tail -3
   stage "torch done"
 }
 
-burn_round
-torch_round fp32 sdpa
+burn_round "$FIRST_SHAPE"
+torch_round "$FIRST_SHAPE" fp32 sdpa
 
 if time_left "parity" 300; then
   stage "wgpu vs cpu on the GPU: features of every family, LoRA and CoOp training"
@@ -81,14 +88,37 @@ if time_left "parity" 300; then
     | tee "$OUT/gpu_parity.log" | tail -25
 fi
 
-torch_round fp32 sdpa
-burn_round
-torch_round bf16 sdpa
-torch_round fp32 eager
+# Where burn's step spends GPU time: cubecl's profiling logger times every kernel (it waits for each, so
+# this run's step time is not a speed measurement) and prints one line per kernel to stdout, between the
+# bench's step markers (LORA_BENCH_MARK_STEPS); the warm-up step (where autotune runs) is left out.
+if time_left "kernel profile" 330; then
+  stage "kernel profile of burn's LoRA step $FIRST_SHAPE (2 steps after the warm-up)"
+  mkdir -p /tmp/profile && printf '[profiling.logger]\nlevel = "basic"\nstdout = true\n' > /tmp/profile/cubecl.toml
+  (cd /tmp/profile && LORA_BENCH_MARK_STEPS=1 LORA_BENCH_DEVICE=wgpu LORA_BENCH_SHAPE=$FIRST_SHAPE LORA_BENCH_STEPS=2 \
+    timeout 150 /tmp/gpu_bin/lora_step > /tmp/profile/stream.log 2>&1; tail -1 /tmp/profile/stream.log)
+  python3 scripts/dev/kernel_profile.py /tmp/profile/stream.log > "$OUT/kernel_profile.txt" 2>&1
+  head -45 "$OUT/kernel_profile.txt"
+  xz -6 -c /tmp/profile/stream.log > "$OUT/kernel_stream.log.xz" 2>/dev/null
+  stage "profile done"
+fi
 
-# 5. calibra train end to end on the GPU: a ViT-B/16-shaped encoder (random, seed 0) on 640 JPEGs at 224 px
+for shape in ${SHAPES#"$FIRST_SHAPE"}; do
+  burn_round "$shape"
+  torch_round "$shape" fp32 sdpa
+done
+
+torch_round "$FIRST_SHAPE" fp32 sdpa
+burn_round "$FIRST_SHAPE"
+# cubecl's smallest autotune search (fewer candidate kernels compiled and timed in the warm-up step)
+CUBECL_AUTOTUNE_LEVEL=minimal burn_round "$FIRST_SHAPE"
+if [ "${GPU_CHECK_REFERENCES:-0}" = 1 ]; then
+  torch_round "$FIRST_SHAPE" bf16 sdpa
+  torch_round "$FIRST_SHAPE" fp32 eager
+fi
+
+# calibra train end to end on the GPU: a ViT-B/16-shaped encoder (random, seed 0) on 640 JPEGs at 224 px
 #    read from disk (512 train: 16 steps of 32), LoRA with crop-flip; progress lines stamped as they arrive.
-if time_left "calibra train e2e" 360; then
+if time_left "calibra train e2e" 400; then
   stage "calibra train --device wgpu, ViT-B/16, 640 JPEGs at 224 px"
   timeout 60 /tmp/gpu_bin/calibra data export 'synth:derm?n=640&size=224' --out /tmp/derm224 2>&1 | tail -1
   timeout 60 /tmp/gpu_bin/calibra pretrain --name vitb16-random --out /tmp/enc --hidden 768 --layers 12 --heads 12 \

@@ -21,6 +21,7 @@
 //!
 //! One shape per process, so the peak RSS (`VmHWM`) is that shape's alone. The first step is a
 //! warm-up and is not timed; the median step time over `LORA_BENCH_STEPS` further steps is reported.
+//! `LORA_BENCH_MARK_STEPS=1` prints `lora_step: step N done` as each step ends (for scripts/dev/kernel_profile.py).
 //! Compare with `benches/peers/lora_step_peer.py` (torch + peft, same shapes, 2 threads) through
 //! `python3 benches/peers/harness.py lora-step-tiny` (or `lora-step-vitb`, `lora-step-dinov2b`,
 //! `lora-step-clipb`, `lora-step-siglipb`), or alone:
@@ -165,12 +166,18 @@ fn main() {
         TrainConfig { epochs: steps + 1, batch_size: batch, checkpoint_every: 0, ..TrainConfig::default() };
     let loss = build_loss::<&str>("ce", &[]).expect("ce");
 
+    // `LORA_BENCH_MARK_STEPS=1` prints a line as each step ends, so that a kernel profile written to the
+    // same stream (scripts/dev/kernel_profile.py) can leave the warm-up step out.
+    let mark_steps = std::env::var_os("LORA_BENCH_MARK_STEPS").is_some();
     let mut times = Vec::with_capacity(steps);
     let mut last = Instant::now();
     let outcome = train(model, &data, loss.as_ref(), &config, &device, None, &mut |r| {
         let now = Instant::now();
         if r.step > 1 {
             times.push(now.duration_since(last).as_secs_f64());
+        }
+        if mark_steps {
+            println!("lora_step: step {} done", r.step);
         }
         last = now;
     })
