@@ -28,7 +28,7 @@
 #
 # Run: the device tool, command `bash scripts/dev/gpu_check.sh`, carry [".gl", ".gpu"]. Logs land in $OUT.
 # It unpacks those packages into / and writes under /tmp: run it only on a throwaway machine.
-# Results of its first run (2026-12-04, H200): benches/RESULTS.md, "On a GPU".
+# Results (2026-12-04, H200): benches/RESULTS.md, "On a GPU" (first run) and "On a GPU again" (autotune, fusion).
 set -u
 OUT="${OUT:-/tmp/gpu_check}"
 mkdir -p "$OUT"
@@ -90,13 +90,14 @@ fi
 
 # Where burn's step spends GPU time: cubecl's profiling logger times every kernel (it waits for each, so
 # this run's step time is not a speed measurement) and prints one line per kernel to stdout, between the
-# bench's step markers (LORA_BENCH_MARK_STEPS); the warm-up step (where autotune runs) is left out.
+# bench's step markers (LORA_BENCH_MARK_STEPS); the first 3 steps (autotune and burn-fusion's first
+# blocks are still being tuned there) are left out.
 if time_left "kernel profile" 330; then
-  stage "kernel profile of burn's LoRA step $FIRST_SHAPE (2 steps after the warm-up)"
+  stage "kernel profile of burn's LoRA step $FIRST_SHAPE (steps 4 and 5)"
   mkdir -p /tmp/profile && printf '[profiling.logger]\nlevel = "basic"\nstdout = true\n' > /tmp/profile/cubecl.toml
-  (cd /tmp/profile && LORA_BENCH_MARK_STEPS=1 LORA_BENCH_DEVICE=wgpu LORA_BENCH_SHAPE=$FIRST_SHAPE LORA_BENCH_STEPS=2 \
+  (cd /tmp/profile && LORA_BENCH_MARK_STEPS=1 LORA_BENCH_DEVICE=wgpu LORA_BENCH_SHAPE=$FIRST_SHAPE LORA_BENCH_STEPS=4 \
     timeout 150 /tmp/gpu_bin/lora_step > /tmp/profile/stream.log 2>&1; tail -1 /tmp/profile/stream.log)
-  python3 scripts/dev/kernel_profile.py /tmp/profile/stream.log > "$OUT/kernel_profile.txt" 2>&1
+  python3 scripts/dev/kernel_profile.py /tmp/profile/stream.log --from-step 4 > "$OUT/kernel_profile.txt" 2>&1
   head -45 "$OUT/kernel_profile.txt"
   xz -6 -c /tmp/profile/stream.log > "$OUT/kernel_stream.log.xz" 2>/dev/null
   stage "profile done"
