@@ -1,5 +1,5 @@
-//! How hard cubecl's autotune searches on the GPU backends: calibra's default is cubecl's `minimal`
-//! level, unless the user chose a level.
+//! How hard cubecl's autotune searches in a build with the experimental `gpu-autotune` feature:
+//! calibra's default is cubecl's `minimal` level, unless the user chose a level.
 //!
 //! With autotune on, cubecl compiles and times candidate kernels for every new matmul, reduction and
 //! fused block the first time a process meets it, and keeps the result in memory only (calibra does
@@ -14,7 +14,7 @@
 /// first GPU device is made. A no-op when the user chose a level (the environment variable, or a
 /// `cubecl.toml` / `burn.toml` with a level other than cubecl's default), and when cubecl has already
 /// read its configuration (it can be set only before its first use).
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(feature = "gpu-autotune")]
 pub(crate) fn install_default_autotune_level() {
     use burn::cubecl::config::autotune::AutotuneLevel;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
@@ -34,7 +34,7 @@ pub(crate) fn install_default_autotune_level() {
     });
 }
 
-#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+#[cfg(all(test, feature = "gpu-autotune"))]
 mod tests {
     use burn::cubecl::config::autotune::AutotuneLevel;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
@@ -50,3 +50,7 @@ mod tests {
         }
     }
 }
+
+/// Without the `gpu-autotune` feature cubecl does not autotune: nothing to set.
+#[cfg(all(not(feature = "gpu-autotune"), any(feature = "wgpu", feature = "cuda")))]
+pub(crate) fn install_default_autotune_level() {}
