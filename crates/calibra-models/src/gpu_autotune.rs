@@ -5,7 +5,7 @@
 //! fused block the first time a process meets it, and keeps the result in memory only (calibra does
 //! not build cubecl's on-disk cache), so every process tunes again. On an NVIDIA H200 a ViT-B/16 LoRA
 //! step ran at the same speed at `minimal` as at cubecl's default, `balanced` (0.264 against 0.263
-//! s/step), while the process's warm-up took 29 s against 37–112 s (benches/RESULTS.md "On a GPU";
+//! s/step), while the process's warm-up took 29 s against 37–112 s (benches/RESULTS.md "On a GPU again";
 //! the driver's shader cache was warm for the `minimal` run, so part of that gap is the cache). A user
 //! who wants the wider search sets `CUBECL_AUTOTUNE_LEVEL` (`minimal`, `balanced`, `extensive`,
 //! `full`) or the `[autotune] level` of a `cubecl.toml`, and calibra leaves it alone.

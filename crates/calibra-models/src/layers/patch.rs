@@ -4,7 +4,7 @@
 //! patches (each flattened to `c·p·p` values) with the kernel (flattened to `[d, c·p·p]`): the same sums
 //! in another order. On the GPU backends this is what makes the patch embedding cheap: cubecl's direct
 //! convolution kernel took 48 ms of a 263-ms ViT-B/16 LoRA step on an NVIDIA H200 (benches/RESULTS.md
-//! "On a GPU"), for 1.3 % of the step's arithmetic. The weights stay a `Conv2d` (checkpoint keys and
+//! "On a GPU again"), for 1.3 % of the step's arithmetic. The weights stay a `Conv2d` (checkpoint keys and
 //! layout unchanged); a convolution with any other stride, padding, dilation or groups runs as one.
 
 use burn::module::Module;
@@ -59,9 +59,7 @@ impl PatchEmbedding {
         let [b, c, h, w] = images.dims();
         let (gh, gw) = self.grid(h, w);
         if !self.patches_do_not_overlap() || gh == 0 || gw == 0 {
-            let x = self.projection.forward(images); // [b, d, gh, gw]
-            let [b, d, gh, gw] = x.dims();
-            return x.reshape([b, d, gh * gw]).swap_dims(1, 2);
+            return self.by_convolution(images);
         }
         let conv = &self.projection;
         let [ph, pw] = conv.kernel_size;
@@ -86,6 +84,13 @@ impl PatchEmbedding {
         tokens.reshape([b, gh * gw, d])
     }
 
+    /// The convolution itself, flattened to tokens.
+    fn by_convolution(&self, images: Tensor<4>) -> Tensor<3> {
+        let x = self.projection.forward(images); // [b, d, gh, gw]
+        let [b, d, gh, gw] = x.dims();
+        x.reshape([b, d, gh * gw]).swap_dims(1, 2)
+    }
+
     /// Kernel = stride, no padding, no dilation, one group: the convolution is a matrix product.
     fn patches_do_not_overlap(&self) -> bool {
         let conv = &self.projection;
@@ -101,14 +106,6 @@ mod tests {
     use super::*;
     use burn::tensor::Distribution;
 
-    /// The convolution itself, flattened to tokens: what `forward` computed before it became a
-    /// matrix product.
-    fn by_convolution(embedding: &PatchEmbedding, images: Tensor<4>) -> Tensor<3> {
-        let x = embedding.projection.forward(images);
-        let [b, d, gh, gw] = x.dims();
-        x.reshape([b, d, gh * gw]).swap_dims(1, 2)
-    }
-
     #[test]
     fn the_matrix_product_equals_the_strided_convolution() {
         let device = Device::flex();
@@ -121,7 +118,7 @@ mod tests {
                 PatchEmbeddingConfig { in_channels: c, d_model: d, patch_size: p, bias }.init(&device);
             assert!(embedding.patches_do_not_overlap());
             let images = Tensor::<4>::random([2, c, h, w], Distribution::Normal(0.0, 1.0), &device);
-            let expected = by_convolution(&embedding, images.clone());
+            let expected = embedding.by_convolution(images.clone());
             let got = embedding.forward(images);
             assert_eq!(got.dims(), expected.dims(), "c {c} d {d} p {p} {h}x{w}");
             let diff = (got - expected).abs().max().into_scalar::<f32>();
@@ -137,7 +134,7 @@ mod tests {
         embedding.projection.stride = [2, 2];
         assert!(!embedding.patches_do_not_overlap());
         let images = Tensor::<4>::random([1, 2, 8, 8], Distribution::Normal(0.0, 1.0), &device);
-        let expected = by_convolution(&embedding, images.clone());
+        let expected = embedding.by_convolution(images.clone());
         assert_eq!(embedding.forward(images).into_data(), expected.into_data());
     }
 }
