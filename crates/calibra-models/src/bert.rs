@@ -12,8 +12,9 @@
 //! (`ids != pad_token_id`, open_clip's `HFTextEncoder.forward`); their scores get `f32::MIN` added
 //! (transformers' eager mask value), so a padded position never contributes to a real one.
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 

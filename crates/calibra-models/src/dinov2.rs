@@ -1,7 +1,7 @@
 //! DINOv2 (Hugging Face `Dinov2Model`, and `Dinov2WithRegistersModel` at its native grid).
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::prelude::*;
 
 use crate::encoder_output::EncoderOutput;

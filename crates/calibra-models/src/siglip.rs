@@ -2,8 +2,9 @@
 //! embedding with bias and no CLS token, pre-norm blocks with tanh-GELU, a final LayerNorm on the
 //! whole sequence, and the multi-head attention-pooling head (`SiglipMultiheadAttentionPoolingHead`).
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;

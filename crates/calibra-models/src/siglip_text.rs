@@ -13,8 +13,9 @@
 //! the last position, so the padding *is* part of the input: ids must be padded exactly as the
 //! tokenizer does for `padding="max_length"` (see `crate::siglip_tokenizer`).
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::prelude::*;
 
 use crate::clip::TowerOutput;

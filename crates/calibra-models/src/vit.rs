@@ -9,8 +9,9 @@
 //! in any order, since attention does not depend on the order of its keys
 //! (scripts/golden/encoders_mae.py checks both). `mask_ratio` is therefore read by nothing here.
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 
 use crate::encoder_output::EncoderOutput;

@@ -1,7 +1,8 @@
 //! CLIP text tower (Hugging Face `CLIPTextModel` numerics, transformers 5.24).
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig};
+use burn::nn::{Embedding, EmbeddingConfig};
 use burn::prelude::*;
 
 use super::vision::TowerOutput;

@@ -1,7 +1,8 @@
 //! CLIP vision tower (Hugging Face `CLIPVisionModel` numerics, transformers 5.24).
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig};
+use burn::nn::{Embedding, EmbeddingConfig};
 use burn::prelude::*;
 
 use crate::error::ModelError;

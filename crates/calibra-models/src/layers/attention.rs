@@ -3,10 +3,9 @@
 use burn::module::Module;
 use burn::nn::LinearConfig;
 
+use super::softmax_attention::softmax_attention;
 use crate::lora::{LoraBranch, LoraLinear};
 use burn::prelude::*;
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
 
 /// Configuration of [`MultiHeadSelfAttention`].
 #[derive(Config, Debug)]
@@ -28,9 +27,11 @@ pub struct MultiHeadSelfAttentionConfig {
 /// `softmax(Q Kᵀ / sqrt(d_head) [+ causal mask]) V`, heads concatenated, then `o_proj`.
 ///
 /// `Q = x W_q + b_q` etc. (burn stores weights `[in, out]`; PyTorch `[out, in]` checkpoints are
-/// transposed by `PyTorchToBurnAdapter` at load time). Uses burn's fused
-/// `burn::tensor::module::attention`, which matches the HF eager path within f32 rounding
-/// (verified by the ViT/DINOv2 parity tests).
+/// transposed by `PyTorchToBurnAdapter` at load time). Attention runs through
+/// [`softmax_attention`](super::softmax_attention): burn's fused
+/// `burn::tensor::module::attention` when no gradient is needed, which matches the HF eager path
+/// within f32 rounding (verified by the ViT/DINOv2 parity tests), and one op with a closed-form
+/// backward pass when one is.
 ///
 /// **The fused attention hides NaN** (burn-flex 0.22.1, both its naive and flash kernels): a score
 /// row with no value above −∞ is taken for a fully masked row and its output set to zero, and a
@@ -110,8 +111,7 @@ impl MultiHeadSelfAttention {
             v = v + delta.narrow(2, 2 * d, d);
         }
         let (q, k, v) = (split(q), split(k), split(v));
-        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: self.causal };
-        let ctx = attention(q, k, v, None, None, options); // [b, h, n, dh]
+        let ctx = softmax_attention(q, k, v, self.causal); // [b, h, n, dh]
         let ctx = ctx.swap_dims(1, 2).reshape([b, n, d]);
         self.o_proj.forward(ctx)
     }
@@ -120,6 +120,8 @@ impl MultiHeadSelfAttention {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::tensor::module::attention;
+    use burn::tensor::ops::AttentionModuleOptions;
 
     /// Issue 20, defect 5: one NaN feature in every key makes the whole score row NaN. PyTorch's
     /// softmax gives NaN; burn's fused attention gives zeros (finite, wrong). If burn changes this,

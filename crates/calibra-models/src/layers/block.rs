@@ -1,7 +1,7 @@
 //! Pre-norm transformer block (ViT, DeiT, DINOv2, CLIP and SigLIP all use this shape).
 
+use super::layer_norm::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::prelude::*;
 
 use super::attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};

@@ -5,14 +5,18 @@
 
 pub mod attention;
 pub mod block;
+pub mod layer_norm;
 pub mod mlp;
 pub mod patch;
 pub mod pos_embed;
+pub mod softmax_attention;
 pub mod token_ids;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};
+pub use layer_norm::{LayerNorm, LayerNormBackend, LayerNormConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
 pub use pos_embed::interpolate_patch_positions;
+pub use softmax_attention::{SoftmaxAttentionBackend, softmax_attention};
 pub use token_ids::token_id_tensor;

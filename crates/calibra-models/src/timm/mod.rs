@@ -13,8 +13,8 @@ pub mod config;
 
 use std::path::Path;
 
+use crate::layers::{LayerNorm, LayerNormConfig};
 use burn::module::{Module, Param};
-use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 

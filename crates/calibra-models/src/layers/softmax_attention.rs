@@ -1,0 +1,246 @@
+//! Scaled dot-product attention as one differentiable op, with its backward pass in closed form.
+//!
+//! burn 0.22's autodiff backend has no attention (or softmax) of its own: it runs
+//! `burn::tensor::module::attention` as the eleven-op fallback (transpose, matmul, scale, max, clamp,
+//! subtract, exp, sum, clamp, divide, matmul), tracks every op, and differentiates each of them.
+//! For a ViT-B/16 batch of 32 that is a dozen passes over a 60 MB score tensor per layer, each into a
+//! freshly allocated buffer, forward and backward. Here the forward keeps only the probabilities
+//! `P = softmax(q kᵀ · s)` and the output `O = P v`, and the backward is the textbook one
+//! (FlashAttention's formulation):
+//!
+//! ```text
+//! dV = Pᵀ dO      dP = dO vᵀ      D = rowsum(dO ⊙ O)      dS = P ⊙ (dP − D)
+//! dQ = s · dS k   dK = s · dSᵀ q
+//! ```
+//!
+//! It is a burn backend extension (`#[backend_extension]`, burn's supported route for custom
+//! ops): the concrete backends run their own fused `attention` (flex's kernel on the CPU), which
+//! is also what an autodiff tensor that needs no gradient gets; only a tracked call takes the path
+//! above. Checked against burn's differentiated fallback in the tests below.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Dispatch, TensorMetadata, backend_extension};
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Tensor, TensorData};
+
+/// The attention extension. `q`, `k`, `v`: `[batch, heads, tokens, head size]`; `scale` multiplies
+/// the scores; `causal` masks position `j > i` (CLIP's text tower).
+#[backend_extension(
+    Flex,
+    Autodiff,
+    NdArray: cfg(feature = "ndarray"),
+    Cube: cfg(any(feature = "wgpu", feature = "cuda"))
+)]
+pub trait SoftmaxAttentionBackend: Backend {
+    /// `softmax(q kᵀ · scale [+ causal mask]) v`: the backend's own fused attention.
+    fn softmax_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        scale: f64,
+        causal: bool,
+    ) -> FloatTensor<Self> {
+        let options = AttentionModuleOptions { scale: Some(scale), softcap: None, is_causal: causal };
+        Self::attention(q, k, v, None, None, options)
+    }
+}
+
+impl SoftmaxAttentionBackend for burn::backend::Flex {}
+
+#[cfg(feature = "ndarray")]
+#[allow(deprecated)]
+impl SoftmaxAttentionBackend for burn::backend::NdArray {}
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+impl SoftmaxAttentionBackend for burn::backend::Cube {}
+
+/// What the backward pass needs: the inputs, the probabilities and the output.
+#[derive(Debug, Clone)]
+struct SavedAttention<B: Backend> {
+    q: FloatTensor<B>,
+    k: FloatTensor<B>,
+    v: FloatTensor<B>,
+    probabilities: FloatTensor<B>,
+    output: FloatTensor<B>,
+    scale: f64,
+}
+
+#[derive(Debug)]
+struct SoftmaxAttentionBackward;
+
+impl<B: Backend> Backward<B, 3> for SoftmaxAttentionBackward {
+    type State = SavedAttention<B>;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [node_q, node_k, node_v] = ops.parents;
+        let d_out = grads.consume::<B>(&ops.node);
+        let SavedAttention { q, k, v, probabilities, output, scale } = ops.state;
+
+        if let Some(node) = node_v {
+            let d_v = B::float_matmul(B::float_swap_dims(probabilities.clone(), 2, 3), d_out.clone());
+            grads.register::<B>(node.id, d_v);
+        }
+        if node_q.is_none() && node_k.is_none() {
+            return;
+        }
+        let d_probabilities = B::float_matmul(d_out.clone(), B::float_swap_dims(v, 2, 3));
+        // rowsum(dP ⊙ P) = rowsum(dO ⊙ O): the [.., tokens, head size] product instead of the
+        // [.., tokens, tokens] one.
+        let row_dot = B::float_sum_dim(B::float_mul(d_out, output), 3);
+        let d_scores = B::float_mul(probabilities, B::float_sub(d_probabilities, row_dot));
+        if let Some(node) = node_q {
+            let d_q = B::float_mul_scalar(B::float_matmul(d_scores.clone(), k), scale.into());
+            grads.register::<B>(node.id, d_q);
+        }
+        if let Some(node) = node_k {
+            let d_k =
+                B::float_mul_scalar(B::float_matmul(B::float_swap_dims(d_scores, 2, 3), q), scale.into());
+            grads.register::<B>(node.id, d_k);
+        }
+    }
+}
+
+/// `[1, 1, n, n]`: 0 where `j ≤ i`, −∞ above the diagonal.
+fn causal_bias<B: Backend>(tokens: usize, device: &B::Device) -> FloatTensor<B> {
+    let values: Vec<f32> = (0..tokens * tokens)
+        .map(|index| if index % tokens > index / tokens { f32::NEG_INFINITY } else { 0.0 })
+        .collect();
+    B::float_from_data(TensorData::new(values, [1, 1, tokens, tokens]), device)
+}
+
+impl<B: Backend + SoftmaxAttentionBackend, C: CheckpointStrategy> SoftmaxAttentionBackend for Autodiff<B, C> {
+    fn softmax_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        scale: f64,
+        causal: bool,
+    ) -> FloatTensor<Self> {
+        match SoftmaxAttentionBackward.prepare::<C>([q.node(), k.node(), v.node()]).compute_bound().stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let (q, k, v) = (q.into_primitive(), k.into_primitive(), v.into_primitive());
+                let mut scores = B::float_mul_scalar(
+                    B::float_matmul(q.clone(), B::float_swap_dims(k.clone(), 2, 3)),
+                    scale.into(),
+                );
+                if causal {
+                    let tokens = scores.shape()[3];
+                    scores = B::float_add(scores, causal_bias::<B>(tokens, &q.device()));
+                }
+                let probabilities = B::softmax(scores, 3);
+                let output = B::float_matmul(probabilities.clone(), v.clone());
+                let saved = SavedAttention { q, k, v, probabilities, output: output.clone(), scale };
+                prep.finish(saved, output)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::softmax_attention(
+                q.into_primitive(),
+                k.into_primitive(),
+                v.into_primitive(),
+                scale,
+                causal,
+            )),
+        }
+    }
+}
+
+/// `softmax(q kᵀ / √dh [+ causal mask]) v` for `q, k, v: [batch, heads, tokens, dh]`, differentiable
+/// through [`SoftmaxAttentionBackend`].
+pub fn softmax_attention(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    let head_size = q.dims()[3];
+    let scale = 1.0 / (head_size as f64).sqrt();
+    let output = <Dispatch as SoftmaxAttentionBackend>::softmax_attention(
+        q.into_dispatch(),
+        k.into_dispatch(),
+        v.into_dispatch(),
+        scale,
+        causal,
+    );
+    Tensor::from_dispatch(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Device;
+    use burn::tensor::module::attention;
+
+    fn random(shape: [usize; 4], seed: u64, device: &Device) -> Tensor<4> {
+        let n: usize = shape.iter().product();
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let values: Vec<f32> = (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect();
+        Tensor::from_data(TensorData::new(values, shape), device)
+    }
+
+    fn max_abs_diff(a: Tensor<4>, b: Tensor<4>) -> f32 {
+        (a - b).abs().max().into_scalar()
+    }
+
+    /// Forward and all three gradients against burn's own attention, differentiated op by op.
+    fn check(causal: bool, track: [bool; 3]) {
+        let device = Device::flex().autodiff();
+        let shape = [2, 3, 7, 4];
+        let inputs: Vec<Tensor<4>> = (0..3).map(|i| random(shape, 11 + i as u64, &device)).collect();
+        let weights = random(shape, 99, &device);
+        let leaf = |i: usize| if track[i] { inputs[i].clone().require_grad() } else { inputs[i].clone() };
+
+        let (q, k, v) = (leaf(0), leaf(1), leaf(2));
+        let ours = softmax_attention(q.clone(), k.clone(), v.clone(), causal);
+        let grads = (ours.clone() * weights.clone()).sum().backward();
+        let ours_grads: Vec<Option<Tensor<4>>> = [&q, &k, &v].iter().map(|t| t.grad(&grads)).collect();
+
+        let (q2, k2, v2) = (leaf(0), leaf(1), leaf(2));
+        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: causal };
+        let reference = attention(q2.clone(), k2.clone(), v2.clone(), None, None, options);
+        let grads = (reference.clone() * weights).sum().backward();
+        let reference_grads: Vec<Option<Tensor<4>>> =
+            [&q2, &k2, &v2].iter().map(|t| t.grad(&grads)).collect();
+
+        let forward = max_abs_diff(ours.inner(), reference.inner());
+        assert!(forward < 1e-6, "forward differs by {forward}");
+        for (i, (a, b)) in ours_grads.into_iter().zip(reference_grads).enumerate() {
+            match (a, b) {
+                (Some(a), Some(b)) => {
+                    let d = max_abs_diff(a, b);
+                    assert!(d < 1e-5, "gradient of input {i} differs by {d} (causal {causal})");
+                }
+                (None, None) => assert!(!track[i]),
+                (a, b) => panic!("input {i}: gradient present here {}, in burn {}", a.is_some(), b.is_some()),
+            }
+        }
+    }
+
+    #[test]
+    fn matches_burns_differentiated_attention() {
+        check(false, [true, true, true]);
+        check(true, [true, true, true]);
+    }
+
+    #[test]
+    fn only_tracked_inputs_get_gradients() {
+        check(false, [true, false, true]);
+        check(true, [false, true, false]);
+    }
+
+    #[test]
+    fn untracked_call_is_the_backends_fused_attention() {
+        let device = Device::flex();
+        let (q, k, v) = (
+            random([1, 2, 5, 8], 1, &device),
+            random([1, 2, 5, 8], 2, &device),
+            random([1, 2, 5, 8], 3, &device),
+        );
+        let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+        let fused = attention(q.clone(), k.clone(), v.clone(), None, None, options);
+        assert_eq!(softmax_attention(q, k, v, false).into_data(), fused.into_data());
+    }
+}
