@@ -3,9 +3,10 @@
 use burn::module::Module;
 use burn::nn::LinearConfig;
 
+use super::gelu::gelu_exact;
 use crate::lora::LoraLinear;
 use burn::prelude::*;
-use burn::tensor::activation::{gelu, gelu_approximate, sigmoid};
+use burn::tensor::activation::{gelu_approximate, sigmoid};
 
 /// Activation of the MLP hidden layer.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
@@ -35,7 +36,7 @@ impl Activation {
     /// Applies the activation element-wise.
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         match self {
-            Self::GeluExact => gelu(x),
+            Self::GeluExact => gelu_exact(x),
             Self::GeluTanh => gelu_approximate(x),
             Self::QuickGelu => x.clone() * sigmoid(x * 1.702),
         }

@@ -5,6 +5,7 @@
 
 pub mod attention;
 pub mod block;
+pub mod gelu;
 pub mod layer_norm;
 pub mod mlp;
 pub mod patch;
@@ -14,6 +15,7 @@ pub mod token_ids;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};
+pub use gelu::{GeluBackend, gelu_exact};
 pub use layer_norm::{LayerNorm, LayerNormBackend, LayerNormConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
