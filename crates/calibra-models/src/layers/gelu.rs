@@ -10,6 +10,9 @@
 //! count. Other backends, and tensors that are not contiguous f32, take the backend's own `gelu`
 //! and `gelu_backward`. The upstream fix is a parallel `unary_op` / `binary_op` in burn-flex.
 
+// burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
+#![cfg_attr(feature = "ndarray", allow(deprecated))]
+
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;

@@ -17,6 +17,9 @@
 //! [`LayerNorm`] is `burn::nn::LayerNorm` with this forward: the same parameters under the same
 //! names (`gamma`, `beta`), so checkpoints and key maps are unchanged, and a public `epsilon`.
 
+// burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
+#![cfg_attr(feature = "ndarray", allow(deprecated))]
+
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;

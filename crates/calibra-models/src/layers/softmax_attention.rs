@@ -18,6 +18,9 @@
 //! is also what an autodiff tensor that needs no gradient gets; only a tracked call takes the path
 //! above. Checked against burn's differentiated fallback in the tests below.
 
+// burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
+#![cfg_attr(feature = "ndarray", allow(deprecated))]
+
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
