@@ -47,7 +47,6 @@ pub trait GeluBackend: Backend {
 }
 
 #[cfg(feature = "ndarray")]
-#[allow(deprecated)]
 impl GeluBackend for burn::backend::NdArray {}
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]

@@ -53,7 +53,6 @@ pub trait LayerNormBackend: Backend {
 impl LayerNormBackend for burn::backend::Flex {}
 
 #[cfg(feature = "ndarray")]
-#[allow(deprecated)]
 impl LayerNormBackend for burn::backend::NdArray {}
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
@@ -208,37 +207,23 @@ impl LayerNorm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::TensorData;
-
-    fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-            })
-            .collect()
-    }
-
-    fn max_abs_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
-        (a - b).abs().max().into_scalar()
-    }
+    use crate::layers::test_tensors::{max_abs_diff, pseudo_random};
 
     /// Forward and the gradients of x, γ and β against burn's `LayerNorm`, differentiated op by op.
     fn check(track_x: bool, track_params: bool) {
         let device = Device::flex().autodiff();
         let d = 6;
         let param = |seed| {
-            let t = Tensor::<1>::from_data(TensorData::new(values(d, seed), [d]), &device);
+            let t = pseudo_random([d], seed, 2.0, &device);
             Param::from_tensor(if track_params { t.require_grad() } else { t })
         };
         let norm = LayerNorm { gamma: param(3), beta: Some(param(4)), epsilon: 1e-6 };
         let mut burns = burn::nn::LayerNormConfig::new(d).with_epsilon(1e-6).init(&device);
         burns.gamma = norm.gamma.clone();
         burns.beta = norm.beta.clone();
-        let x = Tensor::<3>::from_data(TensorData::new(values(2 * 5 * d, 1), [2, 5, d]), &device);
+        let x = pseudo_random([2, 5, d], 1, 2.0, &device);
         let x = if track_x { x.require_grad() } else { x };
-        let weights = Tensor::<3>::from_data(TensorData::new(values(2 * 5 * d, 2), [2, 5, d]), &device);
+        let weights = pseudo_random([2, 5, d], 2, 2.0, &device);
 
         let ours = norm.forward(x.clone());
         let ours_grads = (ours.clone() * weights.clone()).sum().backward();
@@ -281,7 +266,7 @@ mod tests {
         let device = Device::flex();
         let norm = LayerNormConfig::new(4).init(&device);
         let burns = burn::nn::LayerNormConfig::new(4).init(&device);
-        let x = Tensor::<2>::from_data(TensorData::new(values(12, 9), [3, 4]), &device);
+        let x = pseudo_random([3, 4], 9, 2.0, &device);
         assert_eq!(norm.forward(x.clone()).into_data(), burns.forward(x).into_data());
     }
 }

@@ -11,6 +11,8 @@ pub mod mlp;
 pub mod patch;
 pub mod pos_embed;
 pub mod softmax_attention;
+#[cfg(test)]
+mod test_tensors;
 pub mod token_ids;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};

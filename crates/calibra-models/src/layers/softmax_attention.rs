@@ -55,7 +55,6 @@ pub trait SoftmaxAttentionBackend: Backend {
 impl SoftmaxAttentionBackend for burn::backend::Flex {}
 
 #[cfg(feature = "ndarray")]
-#[allow(deprecated)]
 impl SoftmaxAttentionBackend for burn::backend::NdArray {}
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
@@ -172,28 +171,15 @@ mod tests {
     use burn::tensor::Device;
     use burn::tensor::module::attention;
 
-    fn random(shape: [usize; 4], seed: u64, device: &Device) -> Tensor<4> {
-        let n: usize = shape.iter().product();
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let values: Vec<f32> = (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect();
-        Tensor::from_data(TensorData::new(values, shape), device)
-    }
-
-    fn max_abs_diff(a: Tensor<4>, b: Tensor<4>) -> f32 {
-        (a - b).abs().max().into_scalar()
-    }
+    use crate::layers::test_tensors::{max_abs_diff, pseudo_random};
 
     /// Forward and all three gradients against burn's own attention, differentiated op by op.
     fn check(causal: bool, track: [bool; 3]) {
         let device = Device::flex().autodiff();
         let shape = [2, 3, 7, 4];
-        let inputs: Vec<Tensor<4>> = (0..3).map(|i| random(shape, 11 + i as u64, &device)).collect();
-        let weights = random(shape, 99, &device);
+        let inputs: Vec<Tensor<4>> =
+            (0..3).map(|i| pseudo_random(shape, 11 + i as u64, 1.0, &device)).collect();
+        let weights = pseudo_random(shape, 99, 1.0, &device);
         let leaf = |i: usize| if track[i] { inputs[i].clone().require_grad() } else { inputs[i].clone() };
 
         let (q, k, v) = (leaf(0), leaf(1), leaf(2));
@@ -238,9 +224,9 @@ mod tests {
     fn untracked_call_is_the_backends_fused_attention() {
         let device = Device::flex();
         let (q, k, v) = (
-            random([1, 2, 5, 8], 1, &device),
-            random([1, 2, 5, 8], 2, &device),
-            random([1, 2, 5, 8], 3, &device),
+            pseudo_random([1, 2, 5, 8], 1, 1.0, &device),
+            pseudo_random([1, 2, 5, 8], 2, 1.0, &device),
+            pseudo_random([1, 2, 5, 8], 3, 1.0, &device),
         );
         let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
         let fused = attention(q.clone(), k.clone(), v.clone(), None, None, options);

@@ -171,7 +171,7 @@ impl LoraLinear {
 /// products that each pack the weight again, and autodiff's input gradient does the same against the
 /// transposed weight. Folding first makes every projection one `[b·n, in] × [in, out]` product, as
 /// PyTorch's `linear` does: the ViT-B/16 LoRA step took 28.9 s instead of 32.4 s with it
-/// (benches/RESULTS.md, "Attention and layer norm with closed-form backward passes").
+/// (benches/RESULTS.md, "Training kernels: attention, layer norm and GELU").
 fn over_rows<const D: usize>(x: Tensor<D>, f: impl FnOnce(Tensor<2>) -> Tensor<2>) -> Tensor<D> {
     let dims = x.dims();
     let rows: usize = dims[..D - 1].iter().product();
