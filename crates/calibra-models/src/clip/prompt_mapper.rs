@@ -14,9 +14,10 @@
 
 use burn::module::{Module, Param};
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, softmax};
+use burn::tensor::activation::softmax;
 
 use crate::error::ModelError;
+use crate::layers::quick_gelu;
 
 /// `nn.LayerNorm`'s epsilon.
 const LAYER_NORM_EPS: f64 = 1e-5;
@@ -286,7 +287,7 @@ impl CrossPromptAttention {
         let v = self.ln_1.forward(self.linear_v.forward(kv));
         let q = q.clone() + self.attn.forward(self.ln_1.forward(q), k, v);
         let hidden = self.c_fc.forward(self.ln_2.forward(q.clone()));
-        let hidden = hidden.clone() * sigmoid(hidden * 1.702);
+        let hidden = quick_gelu(hidden);
         q + self.c_proj.forward(hidden)
     }
 }

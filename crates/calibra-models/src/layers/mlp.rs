@@ -4,9 +4,10 @@ use burn::module::Module;
 use burn::nn::LinearConfig;
 
 use super::gelu::gelu_exact;
+use super::quick_gelu::quick_gelu;
 use crate::lora::LoraLinear;
 use burn::prelude::*;
-use burn::tensor::activation::{gelu_approximate, sigmoid};
+use burn::tensor::activation::gelu_approximate;
 
 /// Activation of the MLP hidden layer.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
@@ -38,7 +39,7 @@ impl Activation {
         match self {
             Self::GeluExact => gelu_exact(x),
             Self::GeluTanh => gelu_approximate(x),
-            Self::QuickGelu => x.clone() * sigmoid(x * 1.702),
+            Self::QuickGelu => quick_gelu(x),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod layer_norm;
 pub mod mlp;
 pub mod patch;
 pub mod pos_embed;
+pub mod quick_gelu;
 pub mod softmax_attention;
 #[cfg(test)]
 mod test_tensors;
@@ -22,5 +23,6 @@ pub use layer_norm::{LayerNorm, LayerNormBackend, LayerNormConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use patch::{PatchEmbedding, PatchEmbeddingConfig};
 pub use pos_embed::interpolate_patch_positions;
+pub use quick_gelu::{QuickGeluBackend, quick_gelu};
 pub use softmax_attention::{SoftmaxAttentionBackend, softmax_attention};
 pub use token_ids::token_id_tensor;

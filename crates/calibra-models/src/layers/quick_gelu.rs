@@ -1,0 +1,237 @@
+//! OpenAI CLIP's activation, `x · σ(1.702 x)` (Hugging Face `quick_gelu`), as one fused op whose
+//! CPU kernels use every rayon thread.
+//!
+//! Written with burn's tensor ops it is three element-wise passes forward (`mul_scalar`, `sigmoid`,
+//! `mul`) and five more in the autodiff backward, each one sequential loop in burn-flex 0.22.1
+//! (`ops::unary::unary_op`, `ops::binary::binary_op`) and each calling the scalar `expf` per
+//! element. On the CoOp step with a ViT-B/16-shaped CLIP text tower that made the activation about
+//! a tenth of the step (benches/RESULTS.md). Here the forward is one pass and the backward one
+//! pass, split into chunks on the rayon pool. The arithmetic is flex's, operation for operation
+//! (its `sigmoid_f32`, the product order of `mul` / `sigmoid_backward` / `mul_scalar`), so results
+//! equal the composed ops to the bit (tested); element-wise work has no reduction, so they do not
+//! depend on the thread count. Other backends, and tensors that are not contiguous f32, run the
+//! composed ops.
+
+// burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
+#![cfg_attr(feature = "ndarray", allow(deprecated))]
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
+use burn::tensor::{DType, Tensor, TensorData};
+use rayon::prelude::*;
+
+/// The slope inside the sigmoid (CLIP's constant).
+const SLOPE: f32 = 1.702;
+
+/// Elements per rayon task (256 KiB of f32): large enough that scheduling is negligible.
+const CHUNK: usize = 1 << 16;
+
+/// The QuickGELU extension.
+#[backend_extension(
+    Flex,
+    Autodiff,
+    NdArray: cfg(feature = "ndarray"),
+    Cube: cfg(any(feature = "wgpu", feature = "cuda"))
+)]
+pub trait QuickGeluBackend: Backend {
+    /// `x · σ(1.702 x)`.
+    fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed_forward::<Self>(x)
+    }
+
+    /// `grad · (σ(1.702 x) + 1.702 x σ(1.702 x)(1 − σ(1.702 x)))`.
+    fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed_backward::<Self>(x, grad)
+    }
+}
+
+/// The forward as burn's own ops: `mul_scalar`, `sigmoid`, `mul`.
+fn composed_forward<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    let s = B::sigmoid(B::float_mul_scalar(x.clone(), SLOPE.into()));
+    B::float_mul(x, s)
+}
+
+/// What burn's autodiff computes for [`composed_forward`]: `mul` sends `grad · s` to `x` and
+/// `grad · x` to the gate, then `sigmoid_backward` and `mul_scalar`'s backward.
+fn composed_backward<B: Backend>(x: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+    let s = B::sigmoid(B::float_mul_scalar(x.clone(), SLOPE.into()));
+    let through_gate = B::float_mul(grad.clone(), x);
+    let through_gate = B::float_mul_scalar(B::sigmoid_backward(s.clone(), through_gate), SLOPE.into());
+    B::float_add(B::float_mul(grad, s), through_gate)
+}
+
+#[cfg(feature = "ndarray")]
+impl QuickGeluBackend for burn::backend::NdArray {}
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+impl QuickGeluBackend for burn::backend::Cube {}
+
+/// flex's `sigmoid_f32` (`ops::activation`), the stable two-branch form.
+#[inline]
+fn sigmoid(z: f32) -> f32 {
+    if z >= 0.0 {
+        1.0 / (1.0 + (-z).exp())
+    } else {
+        let e = z.exp();
+        e / (1.0 + e)
+    }
+}
+
+#[inline]
+fn quick_gelu_value(x: f32) -> f32 {
+    x * sigmoid(x * SLOPE)
+}
+
+/// The composed backward's products in flex's order: `mul` gives `g·s` to `x` and `g·x` to the
+/// gate; `sigmoid_backward` is `g' · s · (1 − s)`; `mul_scalar`'s backward scales by 1.702.
+#[inline]
+fn quick_gelu_derivative_times(x: f32, g: f32) -> f32 {
+    let s = sigmoid(x * SLOPE);
+    g * s + (g * x) * s * (1.0 - s) * SLOPE
+}
+
+/// The f32 elements of a tensor laid out contiguously from offset 0, if it is one.
+fn contiguous_f32(t: &FlexTensor) -> Option<&[f32]> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    match t.layout().contiguous_offsets() {
+        Some((0, end)) => Some(&t.storage::<f32>()[..end]),
+        _ => None,
+    }
+}
+
+fn from_values(values: Vec<f32>, like: &FlexTensor) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(values, like.layout().shape().clone()))
+}
+
+impl QuickGeluBackend for Flex {
+    fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let Some(src) = contiguous_f32(&x) else { return composed_forward::<Flex>(x) };
+        let mut out = vec![0.0f32; src.len()];
+        out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(out, src)| {
+            for (o, &v) in out.iter_mut().zip(src) {
+                *o = quick_gelu_value(v);
+            }
+        });
+        from_values(out, &x)
+    }
+
+    fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        let fused = match (contiguous_f32(&x), contiguous_f32(&grad)) {
+            (Some(xs), Some(gs)) if x.layout().shape() == grad.layout().shape() => {
+                let mut out = vec![0.0f32; xs.len()];
+                out.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK).zip(gs.par_chunks(CHUNK))).for_each(
+                    |(out, (xs, gs))| {
+                        for ((o, &v), &g) in out.iter_mut().zip(xs).zip(gs) {
+                            *o = quick_gelu_derivative_times(v, g);
+                        }
+                    },
+                );
+                Some(out)
+            }
+            _ => None,
+        };
+        match fused {
+            Some(out) => from_values(out, &x),
+            None => composed_backward::<Flex>(x, grad),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct QuickGeluBackward;
+
+impl<B: Backend + QuickGeluBackend> Backward<B, 1> for QuickGeluBackward {
+    type State = FloatTensor<B>;
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        if let Some(node) = node {
+            grads.register::<B>(node.id, B::quick_gelu_backward(ops.state, grad));
+        }
+    }
+}
+
+impl<B: Backend + QuickGeluBackend, C: CheckpointStrategy> QuickGeluBackend for Autodiff<B, C> {
+    fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        match QuickGeluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let x = x.into_primitive();
+                let y = B::quick_gelu(x.clone());
+                prep.finish(x, y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::quick_gelu(x.into_primitive())),
+        }
+    }
+}
+
+/// `x · σ(1.702 x)` through [`QuickGeluBackend`].
+pub fn quick_gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as QuickGeluBackend>::quick_gelu(x.into_dispatch()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Device;
+    use burn::tensor::activation::sigmoid as burn_sigmoid;
+
+    fn composed<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+        x.clone() * burn_sigmoid(x * 1.702)
+    }
+
+    fn input(n: usize, device: &Device) -> Tensor<2> {
+        // Spans both sigmoid branches and the saturated tails (|1.702 x| up to about 18).
+        let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
+        Tensor::from_data(TensorData::new(values, [n / 4, 4]), device)
+    }
+
+    fn bits(t: Tensor<2>) -> Vec<u32> {
+        t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
+    }
+
+    /// Larger than one chunk, so several rayon tasks run; every value equals the composed ops'.
+    #[test]
+    fn forward_and_gradient_equal_the_composed_ops_bit_for_bit() {
+        let n = 3 * CHUNK + 100;
+        let device = Device::flex().autodiff();
+        let x = input(n, &device).require_grad();
+        let weights = input(n, &device).flip([0]);
+        let ours = quick_gelu(x.clone());
+        let ours_grad = x.grad(&(ours.clone() * weights.clone()).sum().backward()).unwrap();
+        let reference = composed(x.clone());
+        let reference_grad = x.grad(&(reference.clone() * weights).sum().backward()).unwrap();
+        assert_eq!(bits(ours.inner()), bits(reference.inner()));
+        assert_eq!(bits(ours_grad), bits(reference_grad));
+    }
+
+    #[test]
+    fn a_strided_input_takes_the_composed_ops() {
+        let device = Device::flex();
+        let x = input(64, &device).transpose();
+        let expected = composed(x.clone()).into_data();
+        assert_eq!(quick_gelu(x).into_data(), expected);
+    }
+
+    /// The trait's default backward (what wgpu, cuda and ndarray run) is what autodiff computes
+    /// for the composed ops.
+    #[test]
+    fn the_default_backward_equals_autodiff_of_the_composed_ops() {
+        let device = Device::flex().autodiff();
+        let x = input(256, &device).require_grad();
+        let weights = input(256, &device).flip([1]);
+        let reference_grad = x.grad(&(composed(x.clone()) * weights.clone()).sum().backward()).unwrap();
+        let default_grad = Tensor::<2>::from_dispatch(composed_backward::<Dispatch>(
+            x.inner().into_dispatch(),
+            weights.inner().into_dispatch(),
+        ));
+        assert_eq!(bits(default_grad), bits(reference_grad));
+    }
+}
