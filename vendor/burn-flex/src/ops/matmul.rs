@@ -115,6 +115,28 @@ fn get_2d_strides(layout: &Layout) -> (isize, isize) {
     (row_stride, col_stride)
 }
 
+/// calibra patch: whether `rhs` (`[..., K, N]`) is a column-major view, such as the `Wᵀ` of a
+/// linear layer's backward `dX = dY · Wᵀ`.
+///
+/// gemm writes the row-major output by computing its transpose, so `rhs` becomes gemm's left
+/// operand, which it packs into `mr`-row panels. From a column-major `rhs` every packed element is
+/// a separate strided load (`pack_generic`); in the CoOp step with a ViT-B/16-shaped CLIP text
+/// tower that packing was a tenth of the CPU time. A tiled transpose copy
+/// (`to_contiguous`) costs one pass over `K·N` elements and makes the packing contiguous. The
+/// packed values, and so every product, are unchanged. Views with a broadcast (zero-stride) batch
+/// dimension keep their layout: copying them would materialise the broadcast.
+fn rhs_is_column_major(layout: &Layout) -> bool {
+    let shape = layout.shape();
+    let rank = shape.num_dims();
+    let (row_stride, col_stride) = get_2d_strides(layout);
+    let batch_strides = &layout.strides()[..rank - 2];
+    row_stride == 1
+        && col_stride != 1
+        && shape[rank - 2] > 1
+        && shape[rank - 1] > 1
+        && batch_strides.iter().all(|&s| s != 0)
+}
+
 /// Compute broadcast batch dimensions for batched matmul.
 /// Returns (broadcast_shape, lhs_strides, rhs_strides) where strides map
 /// output batch index to input batch offset (in matrices).
@@ -233,6 +255,12 @@ fn batch_elem_offset(b: usize, broadcast_shape: &[usize], elem_strides: &[isize]
 // ============================================================================
 
 fn matmul_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTensor {
+    // calibra patch (vendor/README.md, "matmul"): a column-major rhs is copied row-major first.
+    let rhs = if rhs_is_column_major(rhs.layout()) {
+        rhs.to_contiguous()
+    } else {
+        rhs
+    };
     let lhs_rank = lhs.layout().shape().num_dims();
     let rhs_rank = rhs.layout().shape().num_dims();
 
