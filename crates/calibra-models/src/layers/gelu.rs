@@ -17,15 +17,12 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::FlexTensor;
 use burn::backend::ops::ActivationOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
-use burn::tensor::{DType, Tensor, TensorData};
-use rayon::prelude::*;
+use burn::tensor::Tensor;
 
-/// Elements per rayon task (256 KiB of f32): large enough that scheduling is negligible.
-const CHUNK: usize = 1 << 16;
+use super::elementwise::{map_f32, zip_map_f32};
 
 /// The GELU extension.
 #[backend_extension(
@@ -67,49 +64,13 @@ fn gelu_derivative_times(x: f32, g: f32) -> f32 {
     g * (cdf + x * pdf)
 }
 
-/// The f32 elements of a tensor laid out contiguously from offset 0, if it is one.
-fn contiguous_f32(t: &FlexTensor) -> Option<&[f32]> {
-    if t.dtype() != DType::F32 {
-        return None;
-    }
-    match t.layout().contiguous_offsets() {
-        Some((0, end)) => Some(&t.storage::<f32>()[..end]),
-        _ => None,
-    }
-}
-
-fn from_values(values: Vec<f32>, like: &FlexTensor) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, like.layout().shape().clone()))
-}
-
 impl GeluBackend for Flex {
     fn gelu_exact(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let Some(src) = contiguous_f32(&x) else { return Flex::gelu(x) };
-        let mut out = vec![0.0f32; src.len()];
-        out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(out, src)| {
-            for (o, &v) in out.iter_mut().zip(src) {
-                *o = gelu_value(v);
-            }
-        });
-        from_values(out, &x)
+        map_f32(x, gelu_value).unwrap_or_else(Flex::gelu)
     }
 
     fn gelu_exact_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (Some(xs), Some(gs)) = (contiguous_f32(&x), contiguous_f32(&grad)) else {
-            return Flex::gelu_backward(x, grad);
-        };
-        if x.layout().shape() != grad.layout().shape() {
-            return Flex::gelu_backward(x, grad);
-        }
-        let mut out = vec![0.0f32; xs.len()];
-        out.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK).zip(gs.par_chunks(CHUNK))).for_each(
-            |(out, (xs, gs))| {
-                for ((o, &v), &g) in out.iter_mut().zip(xs).zip(gs) {
-                    *o = gelu_derivative_times(v, g);
-                }
-            },
-        );
-        from_values(out, &x)
+        zip_map_f32(x, grad, gelu_derivative_times).unwrap_or_else(|(x, grad)| Flex::gelu_backward(x, grad))
     }
 }
 
@@ -149,8 +110,8 @@ pub fn gelu_exact<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::Device;
     use burn::tensor::activation::gelu;
+    use burn::tensor::{Device, TensorData};
 
     fn input(n: usize, device: &Device) -> Tensor<2> {
         let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
@@ -164,7 +125,7 @@ mod tests {
     /// Larger than one chunk, so several rayon tasks run; every value equals flex's to the bit.
     #[test]
     fn forward_and_gradient_equal_flex_bit_for_bit() {
-        let n = 3 * CHUNK + 100;
+        let n = 3 * (1 << 16) + 100;
         let device = Device::flex().autodiff();
         let x = input(n, &device).require_grad();
         let weights = input(n, &device).flip([0]);

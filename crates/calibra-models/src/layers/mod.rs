@@ -5,6 +5,7 @@
 
 pub mod attention;
 pub mod block;
+mod elementwise;
 pub mod gelu;
 pub mod layer_norm;
 pub mod mlp;

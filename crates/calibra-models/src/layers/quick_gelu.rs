@@ -19,17 +19,14 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
-use burn::tensor::{DType, Tensor, TensorData};
-use rayon::prelude::*;
+use burn::tensor::Tensor;
+
+use super::elementwise::{map_f32, zip_map_f32};
 
 /// The slope inside the sigmoid (CLIP's constant).
 const SLOPE: f32 = 1.702;
-
-/// Elements per rayon task (256 KiB of f32): large enough that scheduling is negligible.
-const CHUNK: usize = 1 << 16;
 
 /// The QuickGELU extension.
 #[backend_extension(
@@ -95,52 +92,14 @@ fn quick_gelu_derivative_times(x: f32, g: f32) -> f32 {
     g * s + (g * x) * s * (1.0 - s) * SLOPE
 }
 
-/// The f32 elements of a tensor laid out contiguously from offset 0, if it is one.
-fn contiguous_f32(t: &FlexTensor) -> Option<&[f32]> {
-    if t.dtype() != DType::F32 {
-        return None;
-    }
-    match t.layout().contiguous_offsets() {
-        Some((0, end)) => Some(&t.storage::<f32>()[..end]),
-        _ => None,
-    }
-}
-
-fn from_values(values: Vec<f32>, like: &FlexTensor) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, like.layout().shape().clone()))
-}
-
 impl QuickGeluBackend for Flex {
     fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let Some(src) = contiguous_f32(&x) else { return composed_forward::<Flex>(x) };
-        let mut out = vec![0.0f32; src.len()];
-        out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(out, src)| {
-            for (o, &v) in out.iter_mut().zip(src) {
-                *o = quick_gelu_value(v);
-            }
-        });
-        from_values(out, &x)
+        map_f32(x, quick_gelu_value).unwrap_or_else(composed_forward::<Flex>)
     }
 
     fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let fused = match (contiguous_f32(&x), contiguous_f32(&grad)) {
-            (Some(xs), Some(gs)) if x.layout().shape() == grad.layout().shape() => {
-                let mut out = vec![0.0f32; xs.len()];
-                out.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK).zip(gs.par_chunks(CHUNK))).for_each(
-                    |(out, (xs, gs))| {
-                        for ((o, &v), &g) in out.iter_mut().zip(xs).zip(gs) {
-                            *o = quick_gelu_derivative_times(v, g);
-                        }
-                    },
-                );
-                Some(out)
-            }
-            _ => None,
-        };
-        match fused {
-            Some(out) => from_values(out, &x),
-            None => composed_backward::<Flex>(x, grad),
-        }
+        zip_map_f32(x, grad, quick_gelu_derivative_times)
+            .unwrap_or_else(|(x, grad)| composed_backward::<Flex>(x, grad))
     }
 }
 
@@ -180,8 +139,8 @@ pub fn quick_gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::Device;
     use burn::tensor::activation::sigmoid as burn_sigmoid;
+    use burn::tensor::{Device, TensorData};
 
     fn composed<const D: usize>(x: Tensor<D>) -> Tensor<D> {
         x.clone() * burn_sigmoid(x * 1.702)
@@ -200,7 +159,7 @@ mod tests {
     /// Larger than one chunk, so several rayon tasks run; every value equals the composed ops'.
     #[test]
     fn forward_and_gradient_equal_the_composed_ops_bit_for_bit() {
-        let n = 3 * CHUNK + 100;
+        let n = 3 * (1 << 16) + 100;
         let device = Device::flex().autodiff();
         let x = input(n, &device).require_grad();
         let weights = input(n, &device).flip([0]);
