@@ -23,15 +23,15 @@ fn plain_len(t: &FlexTensor) -> usize {
     t.layout().num_elements()
 }
 
-/// `f` of every element of `x`, or `Err(x)` when `x` is not contiguous f32 (the caller falls back).
-pub(crate) fn map_f32<F>(x: FlexTensor, f: F) -> Result<FlexTensor, FlexTensor>
+/// `f` of every element of `x`, or `None` when `x` is not contiguous f32 (the caller falls back).
+pub(crate) fn map_f32<F>(x: &FlexTensor, f: F) -> Option<FlexTensor>
 where
     F: Fn(f32) -> f32 + Sync + Send,
 {
-    if !is_plain_f32(&x) {
-        return Err(x);
+    if !is_plain_f32(x) {
+        return None;
     }
-    let n = plain_len(&x);
+    let n = plain_len(x);
     let src = &x.storage::<f32>()[..n];
     let mut out = vec![0.0f32; n];
     out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(out, src)| {
@@ -39,23 +39,19 @@ where
             *o = f(v);
         }
     });
-    Ok(FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone())))
+    Some(FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone())))
 }
 
-/// `f(x, g)` element by element, for `x` and `g` of one shape, or `Err((x, g))` when either is not
+/// `f(x, g)` element by element, for `x` and `g` of one shape, or `None` when either is not
 /// contiguous f32 or the shapes differ.
-pub(crate) fn zip_map_f32<F>(
-    x: FlexTensor,
-    g: FlexTensor,
-    f: F,
-) -> Result<FlexTensor, (FlexTensor, FlexTensor)>
+pub(crate) fn zip_map_f32<F>(x: &FlexTensor, g: &FlexTensor, f: F) -> Option<FlexTensor>
 where
     F: Fn(f32, f32) -> f32 + Sync + Send,
 {
-    if !is_plain_f32(&x) || !is_plain_f32(&g) || x.layout().shape() != g.layout().shape() {
-        return Err((x, g));
+    if !is_plain_f32(x) || !is_plain_f32(g) || x.layout().shape() != g.layout().shape() {
+        return None;
     }
-    let n = plain_len(&x);
+    let n = plain_len(x);
     let xs = &x.storage::<f32>()[..n];
     let gs = &g.storage::<f32>()[..n];
     let mut out = vec![0.0f32; n];
@@ -66,7 +62,7 @@ where
             }
         },
     );
-    Ok(FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone())))
+    Some(FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone())))
 }
 
 #[cfg(test)]
@@ -82,17 +78,16 @@ mod tests {
         t.storage::<f32>()[..t.layout().num_elements()].iter().map(|v| v.to_bits()).collect()
     }
 
-    /// `f` of every element, over several chunks, owned or shared input alike; a shared input is
-    /// left as it was.
+    /// `f` of every element, over several chunks; the inputs are left as they were.
     #[test]
     fn owned_and_shared_inputs_give_the_same_values() {
         let n = 2 * CHUNK + 13;
         let f = |v: f32| v.mul_add(0.5, 1.0).exp();
         let expected: Vec<u32> =
             values(&tensor(n, 1)).into_iter().map(|b| f(f32::from_bits(b)).to_bits()).collect();
-        let owned = map_f32(tensor(n, 1), f).unwrap();
+        let owned = map_f32(&tensor(n, 1), f).unwrap();
         let shared = tensor(n, 1);
-        let copied = map_f32(shared.clone(), f).unwrap();
+        let copied = map_f32(&shared.clone(), f).unwrap();
         assert_eq!(values(&owned), expected);
         assert_eq!(values(&copied), expected);
         assert_eq!(values(&shared), values(&tensor(n, 1)));
@@ -103,9 +98,9 @@ mod tests {
             .zip(values(&tensor(n, 2)))
             .map(|(x, y)| g(f32::from_bits(x), f32::from_bits(y)).to_bits())
             .collect();
-        let owned = zip_map_f32(tensor(n, 1), tensor(n, 2), g).unwrap();
+        let owned = zip_map_f32(&tensor(n, 1), &tensor(n, 2), g).unwrap();
         let shared_grad = tensor(n, 2);
-        let copied = zip_map_f32(tensor(n, 1), shared_grad.clone(), g).unwrap();
+        let copied = zip_map_f32(&tensor(n, 1), &shared_grad.clone(), g).unwrap();
         assert_eq!(values(&owned), expected);
         assert_eq!(values(&copied), expected);
         assert_eq!(values(&shared_grad), values(&tensor(n, 2)));
@@ -115,7 +110,7 @@ mod tests {
     fn strided_or_mismatched_inputs_are_handed_back() {
         let square = FlexTensor::from_data(TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]));
         let transposed = square.transpose(0, 1);
-        assert!(map_f32(transposed, |v| v).is_err());
-        assert!(zip_map_f32(tensor(4, 0), tensor(5, 0), |x, _| x).is_err());
+        assert!(map_f32(&transposed, |v| v).is_none());
+        assert!(zip_map_f32(&tensor(4, 0), &tensor(5, 0), |x, _| x).is_none());
     }
 }

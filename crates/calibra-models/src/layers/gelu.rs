@@ -66,11 +66,11 @@ fn gelu_derivative_times(x: f32, g: f32) -> f32 {
 
 impl GeluBackend for Flex {
     fn gelu_exact(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(x, gelu_value).unwrap_or_else(Flex::gelu)
+        map_f32(&x, gelu_value).unwrap_or_else(|| Flex::gelu(x))
     }
 
     fn gelu_exact_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(x, grad, gelu_derivative_times).unwrap_or_else(|(x, grad)| Flex::gelu_backward(x, grad))
+        zip_map_f32(&x, &grad, gelu_derivative_times).unwrap_or_else(|| Flex::gelu_backward(x, grad))
     }
 }
 

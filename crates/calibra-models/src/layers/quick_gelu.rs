@@ -94,12 +94,12 @@ fn quick_gelu_derivative_times(x: f32, g: f32) -> f32 {
 
 impl QuickGeluBackend for Flex {
     fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(x, quick_gelu_value).unwrap_or_else(composed_forward::<Flex>)
+        map_f32(&x, quick_gelu_value).unwrap_or_else(|| composed_forward::<Flex>(x))
     }
 
     fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(x, grad, quick_gelu_derivative_times)
-            .unwrap_or_else(|(x, grad)| composed_backward::<Flex>(x, grad))
+        zip_map_f32(&x, &grad, quick_gelu_derivative_times)
+            .unwrap_or_else(|| composed_backward::<Flex>(x, grad))
     }
 }
 
