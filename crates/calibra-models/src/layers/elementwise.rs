@@ -4,8 +4,8 @@
 //! Each element is one expression of the inputs at the same position, so results do not depend on
 //! the thread count or on where the chunks are cut. Results always go to a fresh buffer. Writing
 //! into an input nobody else holds was tried and made the ViT-B/16 forward about 10 % slower
-//! (2.0–2.1 against 2.2–2.4 s per batch of 8; more page faults elsewhere, as glibc's dynamic `mmap`
-//! threshold saw fewer large frees), so it is not done.
+//! (2.0–2.1 against 2.1–2.4 s per batch of 8, with more page faults; benches/RESULTS.md, "CoOp
+//! step"), so it is not done.
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
