@@ -13,16 +13,14 @@
 // burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
 #![cfg_attr(feature = "ndarray", allow(deprecated))]
 
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::ops::ActivationOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
 use burn::tensor::Tensor;
 
 use super::elementwise::{map_f32, zip_map_f32};
+use super::saved_input_backward::element_wise_with_saved_input;
 
 /// The GELU extension.
 #[backend_extension(
@@ -74,31 +72,9 @@ impl GeluBackend for Flex {
     }
 }
 
-#[derive(Debug)]
-struct GeluBackward;
-
-impl<B: Backend + GeluBackend> Backward<B, 1> for GeluBackward {
-    type State = FloatTensor<B>;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let [node] = ops.parents;
-        let grad = grads.consume::<B>(&ops.node);
-        if let Some(node) = node {
-            grads.register::<B>(node.id, B::gelu_exact_backward(ops.state, grad));
-        }
-    }
-}
-
 impl<B: Backend + GeluBackend, C: CheckpointStrategy> GeluBackend for Autodiff<B, C> {
     fn gelu_exact(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        match GeluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let x = x.into_primitive();
-                let y = B::gelu_exact(x.clone());
-                prep.finish(x, y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::gelu_exact(x.into_primitive())),
-        }
+        element_wise_with_saved_input::<B, C>(x, B::gelu_exact, B::gelu_exact_backward)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod mlp;
 pub mod patch;
 pub mod pos_embed;
 pub mod quick_gelu;
+mod saved_input_backward;
 pub mod softmax_attention;
 #[cfg(test)]
 mod test_tensors;

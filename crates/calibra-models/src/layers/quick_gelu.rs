@@ -15,15 +15,13 @@
 // burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
 #![cfg_attr(feature = "ndarray", allow(deprecated))]
 
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
 use burn::tensor::Tensor;
 
 use super::elementwise::{map_f32, zip_map_f32};
+use super::saved_input_backward::element_wise_with_saved_input;
 
 /// The slope inside the sigmoid (CLIP's constant).
 const SLOPE: f32 = 1.702;
@@ -103,31 +101,9 @@ impl QuickGeluBackend for Flex {
     }
 }
 
-#[derive(Debug)]
-struct QuickGeluBackward;
-
-impl<B: Backend + QuickGeluBackend> Backward<B, 1> for QuickGeluBackward {
-    type State = FloatTensor<B>;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let [node] = ops.parents;
-        let grad = grads.consume::<B>(&ops.node);
-        if let Some(node) = node {
-            grads.register::<B>(node.id, B::quick_gelu_backward(ops.state, grad));
-        }
-    }
-}
-
 impl<B: Backend + QuickGeluBackend, C: CheckpointStrategy> QuickGeluBackend for Autodiff<B, C> {
     fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        match QuickGeluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let x = x.into_primitive();
-                let y = B::quick_gelu(x.clone());
-                prep.finish(x, y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::quick_gelu(x.into_primitive())),
-        }
+        element_wise_with_saved_input::<B, C>(x, B::quick_gelu, B::quick_gelu_backward)
     }
 }
 
