@@ -86,37 +86,18 @@ pub fn gelu_exact<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::test_tensors::{activation_input, assert_activation_equals_bit_for_bit};
+    use burn::tensor::Device;
     use burn::tensor::activation::gelu;
-    use burn::tensor::{Device, TensorData};
 
-    fn input(n: usize, device: &Device) -> Tensor<2> {
-        let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
-        Tensor::from_data(TensorData::new(values, [n / 4, 4]), device)
-    }
-
-    fn bits(t: Tensor<2>) -> Vec<u32> {
-        t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
-    }
-
-    /// Larger than one chunk, so several rayon tasks run; every value equals flex's to the bit.
     #[test]
     fn forward_and_gradient_equal_flex_bit_for_bit() {
-        let n = 3 * (1 << 16) + 100;
-        let device = Device::flex().autodiff();
-        let x = input(n, &device).require_grad();
-        let weights = input(n, &device).flip([0]);
-        let ours = gelu_exact(x.clone());
-        let ours_grad = x.grad(&(ours.clone() * weights.clone()).sum().backward()).unwrap();
-        let reference = gelu(x.clone());
-        let reference_grad = x.grad(&(reference.clone() * weights).sum().backward()).unwrap();
-        assert_eq!(bits(ours.inner()), bits(reference.inner()));
-        assert_eq!(bits(ours_grad), bits(reference_grad));
+        assert_activation_equals_bit_for_bit(gelu_exact, gelu);
     }
 
     #[test]
     fn a_strided_input_takes_flexs_own_kernel() {
-        let device = Device::flex();
-        let x = input(64, &device).transpose();
+        let x = activation_input(64, &Device::flex()).transpose();
         let expected = gelu(x.clone()).into_data();
         assert_eq!(gelu_exact(x).into_data(), expected);
     }

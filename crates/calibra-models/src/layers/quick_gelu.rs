@@ -115,42 +115,22 @@ pub fn quick_gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::test_tensors::{activation_input, assert_activation_equals_bit_for_bit, bits};
+    use burn::tensor::Device;
     use burn::tensor::activation::sigmoid as burn_sigmoid;
-    use burn::tensor::{Device, TensorData};
 
     fn composed<const D: usize>(x: Tensor<D>) -> Tensor<D> {
         x.clone() * burn_sigmoid(x * 1.702)
     }
 
-    fn input(n: usize, device: &Device) -> Tensor<2> {
-        // Spans both sigmoid branches and the saturated tails (|1.702 x| up to about 18).
-        let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
-        Tensor::from_data(TensorData::new(values, [n / 4, 4]), device)
-    }
-
-    fn bits(t: Tensor<2>) -> Vec<u32> {
-        t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
-    }
-
-    /// Larger than one chunk, so several rayon tasks run; every value equals the composed ops'.
     #[test]
     fn forward_and_gradient_equal_the_composed_ops_bit_for_bit() {
-        let n = 3 * (1 << 16) + 100;
-        let device = Device::flex().autodiff();
-        let x = input(n, &device).require_grad();
-        let weights = input(n, &device).flip([0]);
-        let ours = quick_gelu(x.clone());
-        let ours_grad = x.grad(&(ours.clone() * weights.clone()).sum().backward()).unwrap();
-        let reference = composed(x.clone());
-        let reference_grad = x.grad(&(reference.clone() * weights).sum().backward()).unwrap();
-        assert_eq!(bits(ours.inner()), bits(reference.inner()));
-        assert_eq!(bits(ours_grad), bits(reference_grad));
+        assert_activation_equals_bit_for_bit(quick_gelu, composed);
     }
 
     #[test]
     fn a_strided_input_takes_the_composed_ops() {
-        let device = Device::flex();
-        let x = input(64, &device).transpose();
+        let x = activation_input(64, &Device::flex()).transpose();
         let expected = composed(x.clone()).into_data();
         assert_eq!(quick_gelu(x).into_data(), expected);
     }
@@ -160,8 +140,8 @@ mod tests {
     #[test]
     fn the_default_backward_equals_autodiff_of_the_composed_ops() {
         let device = Device::flex().autodiff();
-        let x = input(256, &device).require_grad();
-        let weights = input(256, &device).flip([1]);
+        let x = activation_input(256, &device).require_grad();
+        let weights = activation_input(256, &device).flip([1]);
         let reference_grad = x.grad(&(composed(x.clone()) * weights.clone()).sum().backward()).unwrap();
         let default_grad = Tensor::<2>::from_dispatch(composed_backward::<Dispatch>(
             x.inner().into_dispatch(),

@@ -25,3 +25,33 @@ pub(crate) fn pseudo_random<const D: usize>(
 pub(crate) fn max_abs_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
     (a - b).abs().max().into_scalar()
 }
+
+/// `[n/4, 4]` values from -10.3 to 10.3 (both sigmoid branches and the saturated tails of the
+/// activations), in a fixed scrambled order.
+pub(crate) fn activation_input(n: usize, device: &Device) -> Tensor<2> {
+    let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
+    Tensor::from_data(TensorData::new(values, [n / 4, 4]), device)
+}
+
+/// The bit patterns of an f32 tensor's values.
+pub(crate) fn bits(t: Tensor<2>) -> Vec<u32> {
+    t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
+}
+
+/// `ours` equals `reference` to the bit, forward and gradient (of a weighted sum), on an input of
+/// three rayon chunks and a bit more, so that several tasks run.
+pub(crate) fn assert_activation_equals_bit_for_bit(
+    ours: impl Fn(Tensor<2>) -> Tensor<2>,
+    reference: impl Fn(Tensor<2>) -> Tensor<2>,
+) {
+    let n = 3 * (1 << 16) + 100;
+    let device = Device::flex().autodiff();
+    let x = activation_input(n, &device).require_grad();
+    let weights = activation_input(n, &device).flip([0]);
+    let y = ours(x.clone());
+    let y_grad = x.grad(&(y.clone() * weights.clone()).sum().backward()).unwrap();
+    let expected = reference(x.clone());
+    let expected_grad = x.grad(&(expected.clone() * weights).sum().backward()).unwrap();
+    assert_eq!(bits(y.inner()), bits(expected.inner()));
+    assert_eq!(bits(y_grad), bits(expected_grad));
+}
