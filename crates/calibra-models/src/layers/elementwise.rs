@@ -98,7 +98,7 @@ mod tests {
     }
 
     #[test]
-    fn strided_or_mismatched_inputs_are_handed_back() {
+    fn strided_or_mismatched_inputs_are_left_to_the_caller() {
         let square = FlexTensor::from_data(TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]));
         let transposed = square.transpose(0, 1);
         assert!(map_f32(&transposed, |v| v).is_none());

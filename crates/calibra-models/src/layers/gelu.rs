@@ -8,7 +8,8 @@
 //! `libm::erff`, same operation order, so bit-identical results, tested), split into chunks on the
 //! rayon pool; element-wise work has no reduction, so the result does not depend on the thread
 //! count. Other backends, and tensors that are not contiguous f32, take the backend's own `gelu`
-//! and `gelu_backward`. The upstream fix is a parallel `unary_op` / `binary_op` in burn-flex.
+//! and `gelu_backward`. Parallel element-wise loops inside the vendored burn-flex were tried as the
+//! general fix and moved no benchmark (vendor/README.md), so the fused kernels stay here.
 
 // burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
 #![cfg_attr(feature = "ndarray", allow(deprecated))]
