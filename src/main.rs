@@ -56,13 +56,28 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let outcome = set_thread_count(cli.threads).and_then(|()| run(cli.command));
+    let outcome =
+        apply_heap_policy().and_then(|()| set_thread_count(cli.threads)).and_then(|()| run(cli.command));
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// glibc keeps the memory tensors free for the next tensor instead of returning it to the kernel
+/// (crate `calibra-heap`; `CALIBRA_HEAP=system` opts out). A `mallopt` that glibc refuses only costs
+/// speed, so it is a warning; an unknown `CALIBRA_HEAP` value is an error.
+fn apply_heap_policy() -> Result<()> {
+    match calibra_heap::HeapPolicy::apply_from_env() {
+        Ok(_) => Ok(()),
+        Err(refused @ calibra_heap::HeapPolicyError::Refused { .. }) => {
+            eprintln!("warning: {refused}");
+            Ok(())
+        }
+        Err(unknown) => Err(unknown.into()),
     }
 }
 

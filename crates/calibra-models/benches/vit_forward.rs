@@ -12,6 +12,9 @@ use calibra_models::layers::Activation;
 use calibra_models::vit::VitConfig;
 
 fn main() {
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
+    eprintln!("heap: {}", heap.describe());
     let device = Device::flex();
     let iters: usize = std::env::var("VIT_BENCH_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let batch = 8;

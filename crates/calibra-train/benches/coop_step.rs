@@ -55,6 +55,9 @@ fn bench(name: &str, model: &ClipModel, tok: &ClipTokenizer, dim: usize, steps: 
 }
 
 fn main() {
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
+    eprintln!("heap: {}", heap.describe());
     let steps: usize =
         std::env::var("COOP_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(6).max(2);
     let device = Device::flex();

@@ -28,6 +28,9 @@ const CLASSES: [&str; 5] =
     ["melanocytic nevus", "melanoma", "basal cell carcinoma", "benign keratosis", "dermatofibroma"];
 
 fn main() {
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
+    eprintln!("heap: {}", heap.describe());
     let steps: usize =
         std::env::var("DEEP_PROMPT_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(3).max(2);
     let methods = std::env::var("DEEP_PROMPT_BENCH_METHODS").unwrap_or_else(|_| "maple,promptsrc".into());
