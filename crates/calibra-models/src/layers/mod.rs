@@ -17,6 +17,7 @@ pub mod softmax_attention;
 #[cfg(test)]
 mod test_tensors;
 pub mod token_ids;
+mod vector_math;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};

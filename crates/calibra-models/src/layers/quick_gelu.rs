@@ -20,7 +20,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Dispatch, Flex, backend_extension};
 use burn::tensor::Tensor;
 
-use super::elementwise::{map_f32, zip_map_f32};
+use super::elementwise::{BinaryKernel, UnaryKernel, map_f32, zip_map_f32};
 use super::saved_input_backward::element_wise_with_saved_input;
 
 /// The slope inside the sigmoid (CLIP's constant).
@@ -67,7 +67,7 @@ impl QuickGeluBackend for burn::backend::NdArray {}
 impl QuickGeluBackend for burn::backend::Cube {}
 
 /// flex's `sigmoid_f32` (`ops::activation`), the stable two-branch form.
-#[inline]
+#[inline(always)]
 fn sigmoid(z: f32) -> f32 {
     if z >= 0.0 {
         1.0 / (1.0 + (-z).exp())
@@ -77,27 +77,44 @@ fn sigmoid(z: f32) -> f32 {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn quick_gelu_value(x: f32) -> f32 {
     x * sigmoid(x * SLOPE)
 }
 
 /// The composed backward's products in flex's order: `mul` gives `g·s` to `x` and `g·x` to the
 /// gate; `sigmoid_backward` is `g' · s · (1 − s)`; `mul_scalar`'s backward scales by 1.702.
-#[inline]
+#[inline(always)]
 fn quick_gelu_derivative_times(x: f32, g: f32) -> f32 {
     let s = sigmoid(x * SLOPE);
     g * s + (g * x) * s * (1.0 - s) * SLOPE
 }
 
+struct QuickGeluForward;
+
+impl UnaryKernel for QuickGeluForward {
+    #[inline(always)]
+    fn apply(&self, x: f32) -> f32 {
+        quick_gelu_value(x)
+    }
+}
+
+struct QuickGeluBackward;
+
+impl BinaryKernel for QuickGeluBackward {
+    #[inline(always)]
+    fn apply(&self, x: f32, g: f32) -> f32 {
+        quick_gelu_derivative_times(x, g)
+    }
+}
+
 impl QuickGeluBackend for Flex {
     fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(&x, quick_gelu_value).unwrap_or_else(|| composed_forward::<Flex>(x))
+        map_f32(&x, QuickGeluForward).unwrap_or_else(|| composed_forward::<Flex>(x))
     }
 
     fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(&x, &grad, quick_gelu_derivative_times)
-            .unwrap_or_else(|| composed_backward::<Flex>(x, grad))
+        zip_map_f32(&x, &grad, QuickGeluBackward).unwrap_or_else(|| composed_backward::<Flex>(x, grad))
     }
 }
 
