@@ -13,6 +13,9 @@ use burn::tensor::module::attention;
 use calibra_models::layers::gelu::gelu_exact;
 use calibra_models::layers::layer_norm::LayerNormConfig;
 
+/// One op to time, returning its result as host data.
+type TimedOp<'a> = Box<dyn FnMut() -> TensorData + 'a>;
+
 /// Median wall time of `op` over `reps` runs after one warm-up; `op` returns its result as host data
 /// so that the computation has finished when the clock stops.
 fn median_ms(reps: usize, mut op: impl FnMut() -> TensorData) -> f64 {
@@ -47,7 +50,7 @@ fn main() {
     let context = x.clone().reshape([batch, heads, tokens, width / heads]);
     let residual = x.clone() * 1.0;
 
-    let ops: Vec<(&str, Box<dyn FnMut() -> TensorData>)> = vec![
+    let ops: Vec<(&str, TimedOp)> = vec![
         ("layer norm [8, 197, 768]", Box::new(|| norm.forward(x.clone()).into_data())),
         ("q/k/v/o projection 768 -> 768, bias", Box::new(|| projection.forward(x.clone()).into_data())),
         (

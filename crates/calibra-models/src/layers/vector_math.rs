@@ -25,7 +25,7 @@ use core::f32::consts::LOG2_E;
 
 /// ln 2 split for the range reduction: the high part has 9 significant bits (355/512), so
 /// `n · LN_2_HIGH` is exact for every `n` used here; the low part is ln 2 − 355/512 rounded to f32.
-const LN_2_HIGH: f32 = 0.693_359_375;
+const LN_2_HIGH: f32 = 355.0 / 512.0;
 const LN_2_LOW: f32 = -2.121_944_4e-4;
 /// 1.5 · 2²³: adding and subtracting it rounds an f32 of magnitude below 2²² to an integer.
 const ROUNDING_SHIFT: f32 = 12_582_912.0;
@@ -82,14 +82,15 @@ pub(crate) fn normal_cdf(x: f32) -> f32 {
     // Beyond 20 the tail, e^(−200)-small, is 0 in f32; NaN stays NaN (the comparison is false).
     let a = if a > 20.0 { 20.0 } else { a };
     let t = 1.0 / (1.0 + 0.5 * core::f32::consts::FRAC_1_SQRT_2 * a);
+    // The book's coefficients, each written with the digits that give the same f32.
     let poly = -1.265_512_2
         + t * (1.000_023_7
             + t * (0.374_091_96
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                            + t * (-1.135_204
+                                + t * (1.488_515_9 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     // The Gaussian exponent −z² = −a²/2 from `a` itself (rounding a/√2 first would cost 2z² times
     // its own error), split so that its rounding does not grow with a²: a = a_high + a_low with
     // a_high keeping 12 significant bits, so a_high²/2 is exact in f32 and the rest,
