@@ -1,7 +1,7 @@
 //! `calibra train --regime lora` end to end on the transformers-made tiny ViT fixture: records for
 //! every condition, a PEFT adapter directory that reproduces the recorded logits when loaded back
-//! onto the base checkpoint, identical bytes from an identical command at another thread count,
-//! and `--resume` of a finished store changes nothing.
+//! onto the base checkpoint, identical bytes from an identical command at another thread count and
+//! heap policy, and `--resume` of a finished store changes nothing.
 
 mod common;
 
@@ -17,6 +17,10 @@ fn checkpoint(dir: &Path) -> PathBuf {
 const DATA: &str = "synth:derm?n=160&size=32";
 
 fn train(ck: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    train_with_env(ck, out, extra, &[])
+}
+
+fn train_with_env(ck: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut args = vec![
         "train",
         "--encoder",
@@ -37,7 +41,7 @@ fn train(ck: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    calibra(&args)
+    common::calibra_with_env(&args, env)
 }
 
 #[test]
@@ -79,10 +83,10 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
         DATA,
     );
 
-    // The same command gives the same bytes, on 1 thread as on 3 (README "Guarantees"); resuming a
-    // finished store adds nothing.
+    // The same command gives the same bytes, on 1 thread as on 3, and with glibc's own heap policy
+    // as with calibra's (README "Guarantees"); resuming a finished store adds nothing.
     let twin = tmp.path().join("twin");
-    let out = train(&ck, &twin, &["--threads", "1"]);
+    let out = train_with_env(&ck, &twin, &["--threads", "1"], &[("CALIBRA_HEAP", "system")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rel = clean["paths"]["predictions"].as_str().unwrap();
     assert_eq!(fs::read(store.join(rel)).unwrap(), fs::read(twin.join(rel)).unwrap());
@@ -125,6 +129,13 @@ fn bad_flags_fail_before_any_work() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--threads must be at least 1, got 0"));
     assert!(!store.join("runs.jsonl").exists());
+
+    let untouched = tmp.path().join("untouched");
+    let out = train_with_env(&ck, &untouched, &[], &[("CALIBRA_HEAP", "jemalloc")]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("CALIBRA_HEAP=\"jemalloc\" is not a heap policy"), "{stderr}");
+    assert!(!untouched.exists(), "nothing is written when the heap policy is unknown");
 }
 
 #[test]

@@ -7,7 +7,14 @@ use std::process::{Command, Output};
 
 /// Run the calibra binary built for these tests.
 pub fn calibra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra")).args(args).output().expect("the calibra binary runs")
+    calibra_with_env(args, &[])
+}
+
+/// Run the calibra binary with these environment variables set on top of the test's own.
+pub fn calibra_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_calibra"));
+    command.args(args).envs(env.iter().copied());
+    command.output().expect("the calibra binary runs")
 }
 
 /// Path of a file shipped in `examples/`.
