@@ -117,7 +117,7 @@ pub fn gelu_exact<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::test_tensors::activation_input;
+    use crate::layers::test_tensors::{activation_forward_and_gradient, activation_input};
     use burn::tensor::activation::gelu;
     use burn::tensor::{Device, TensorData};
 
@@ -144,23 +144,9 @@ mod tests {
         t.into_data().try_to_vec::<f32>().unwrap()
     }
 
-    /// Forward values and gradients of `sum(gelu(x) · w)` through autodiff, on an input of three
-    /// rayon chunks and a bit more (several tasks run), from −10.3 to 10.3, and weights of both signs.
-    fn forward_and_gradient(
-        activation: impl Fn(Tensor<2>) -> Tensor<2>,
-    ) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
-        let n = 3 * (1 << 16) + 100;
-        let device = Device::flex().autodiff();
-        let x = activation_input(n, &device).require_grad();
-        let weights = activation_input(n, &device).flip([0]);
-        let y = activation(x.clone());
-        let gradient = x.grad(&(y.clone() * weights.clone()).sum().backward()).unwrap();
-        (values(x.inner()), values(weights.inner()), values(y.inner()), values(gradient))
-    }
-
     #[test]
     fn forward_and_gradient_follow_the_f64_gelu() {
-        let (xs, weights, ys, gradients) = forward_and_gradient(gelu_exact);
+        let (xs, weights, ys, gradients) = activation_forward_and_gradient(gelu_exact);
         for (((&x, &w), &y), &g) in xs.iter().zip(&weights).zip(&ys).zip(&gradients) {
             let (value, derivative) = reference(x);
             assert_follows_f64(x, y, value);
@@ -196,8 +182,8 @@ mod tests {
 
     #[test]
     fn agrees_with_flexs_gelu_up_to_the_last_bits() {
-        let (xs, weights, ys, gradients) = forward_and_gradient(gelu_exact);
-        let (_, _, flex_ys, flex_gradients) = forward_and_gradient(gelu);
+        let (xs, weights, ys, gradients) = activation_forward_and_gradient(gelu_exact);
+        let (_, _, flex_ys, flex_gradients) = activation_forward_and_gradient(gelu);
         for i in 0..xs.len() {
             let scale = xs[i].abs().max(1.0);
             assert!(

@@ -38,20 +38,31 @@ pub(crate) fn bits(t: Tensor<2>) -> Vec<u32> {
     t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
 }
 
-/// `ours` equals `reference` to the bit, forward and gradient (of a weighted sum), on an input of
-/// three rayon chunks and a bit more, so that several tasks run.
-pub(crate) fn assert_activation_equals_bit_for_bit(
-    ours: impl Fn(Tensor<2>) -> Tensor<2>,
-    reference: impl Fn(Tensor<2>) -> Tensor<2>,
-) {
+/// An activation's forward values and the gradient of `sum(activation(x) · w)` through autodiff,
+/// with `x` and `w`, on an input of three rayon chunks and a bit more (so that several tasks run),
+/// from −10.3 to 10.3, and weights of both signs: `(x, w, y, gradient)`.
+pub(crate) fn activation_forward_and_gradient(
+    activation: impl Fn(Tensor<2>) -> Tensor<2>,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
     let n = 3 * (1 << 16) + 100;
     let device = Device::flex().autodiff();
     let x = activation_input(n, &device).require_grad();
     let weights = activation_input(n, &device).flip([0]);
-    let y = ours(x.clone());
-    let y_grad = x.grad(&(y.clone() * weights.clone()).sum().backward()).unwrap();
-    let expected = reference(x.clone());
-    let expected_grad = x.grad(&(expected.clone() * weights).sum().backward()).unwrap();
-    assert_eq!(bits(y.inner()), bits(expected.inner()));
-    assert_eq!(bits(y_grad), bits(expected_grad));
+    let y = activation(x.clone());
+    let gradient = x.grad(&(y.clone() * weights.clone()).sum().backward()).unwrap();
+    let values = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+    (values(x.inner()), values(weights.inner()), values(y.inner()), values(gradient))
+}
+
+/// `ours` equals `reference` to the bit, forward and gradient (of a weighted sum), on the input of
+/// [`activation_forward_and_gradient`].
+pub(crate) fn assert_activation_equals_bit_for_bit(
+    ours: impl Fn(Tensor<2>) -> Tensor<2>,
+    reference: impl Fn(Tensor<2>) -> Tensor<2>,
+) {
+    let (_, _, y, y_grad) = activation_forward_and_gradient(ours);
+    let (_, _, expected, expected_grad) = activation_forward_and_gradient(reference);
+    let patterns = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<u32>>();
+    assert_eq!(patterns(y), patterns(expected));
+    assert_eq!(patterns(y_grad), patterns(expected_grad));
 }
