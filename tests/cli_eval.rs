@@ -2,17 +2,13 @@
 //! written by scripts/examples/make_run_records.py).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 use common::calibra;
 
 fn calibra_threads(threads: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra"))
-        .env("RAYON_NUM_THREADS", threads)
-        .args(args)
-        .output()
-        .expect("run calibra")
+    common::calibra_with_env(args, &[("RAYON_NUM_THREADS", threads)])
 }
 
 fn example() -> PathBuf {

@@ -2,7 +2,9 @@
 //! example examples/focus_runs/ (written by scripts/examples/make_focus_runs.py).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,11 +19,7 @@ fn groups() -> String {
 }
 
 fn calibra(threads: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_calibra"))
-        .env("RAYON_NUM_THREADS", threads)
-        .args(args)
-        .output()
-        .expect("run calibra")
+    common::calibra_with_env(args, &[("RAYON_NUM_THREADS", threads)])
 }
 
 fn ok(out: &Output) {
