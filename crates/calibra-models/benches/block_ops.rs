@@ -32,7 +32,8 @@ fn median_ms(reps: usize, mut op: impl FnMut() -> TensorData) -> f64 {
 }
 
 fn main() {
-    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what
+    // users run.
     let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
     eprintln!("heap: {}", heap.describe());
     let reps: usize = std::env::var("BLOCK_OPS_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(9).max(1);

@@ -12,7 +12,8 @@ use calibra_models::layers::Activation;
 use calibra_models::vit::VitConfig;
 
 fn main() {
-    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what
+    // users run.
     let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
     eprintln!("heap: {}", heap.describe());
     let device = Device::flex();

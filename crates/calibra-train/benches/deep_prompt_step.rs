@@ -28,7 +28,8 @@ const CLASSES: [&str; 5] =
     ["melanocytic nevus", "melanoma", "basal cell carcinoma", "benign keratosis", "dermatofibroma"];
 
 fn main() {
-    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what
+    // users run.
     let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
     eprintln!("heap: {}", heap.describe());
     let steps: usize =

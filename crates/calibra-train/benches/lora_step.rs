@@ -132,7 +132,8 @@ fn encoder_for(shape: &str, device: &Device) -> (Encoder, usize, usize) {
 }
 
 fn main() {
-    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what users run.
+    // The heap policy the `calibra` binary applies (crate calibra-heap), so that this measures what
+    // users run.
     let heap = calibra_heap::HeapPolicy::apply_from_env().expect("CALIBRA_HEAP is retain or system");
     eprintln!("heap: {}", heap.describe());
     let shape = std::env::var("LORA_BENCH_SHAPE").unwrap_or_else(|_| "tiny".into());

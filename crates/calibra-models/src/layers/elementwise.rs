@@ -5,10 +5,11 @@
 //! the thread count or on where the chunks are cut. Each chunk's loop runs through pulp's run-time
 //! dispatch, so the compiler vectorises it for the widest SIMD the CPU has (AVX-512, AVX2, or the
 //! SSE2 baseline). That does not change a result: Rust never fuses a multiply and an add on its
-//! own, and every other f32 operation is IEEE-exact at any width. Results always go to a fresh buffer. Writing
-//! into an input nobody else holds was tried and made the ViT-B/16 forward about 10 % slower
-//! (2.0–2.1 against 2.1–2.4 s per batch of 8, with more page faults; benches/RESULTS.md, "CoOp
-//! step"), so it is not done.
+//! own, and every other f32 operation is IEEE-exact at any width.
+//!
+//! Results always go to a fresh buffer. Writing into an input nobody else holds was tried and made
+//! the ViT-B/16 forward about 10 % slower (2.0–2.1 against 2.1–2.4 s per batch of 8, with more page
+//! faults; benches/RESULTS.md, "CoOp step"), so it is not done.
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};

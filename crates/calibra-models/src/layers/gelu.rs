@@ -13,11 +13,11 @@
 //!
 //! **Accuracy.** Against the f64 GELU, the forward pass is within `6e-7` relative (about 5 ulps;
 //! Φ's error, see `vector_math`) and the gradient within `1e-6` absolute per unit of incoming
-//! gradient; both are tested. flex's (and PyTorch's) `x/2 · (1 + erf(x/√2))` loses its relative accuracy for negative
-//! `x`, where `1 + erf` cancels; this form does not. So results differ from flex's `gelu` in the
-//! last bits, by at most `1e-6 · max(1, |x|)` (tested). Other backends, and tensors that are not
-//! f32, take the backend's own `gelu` and `gelu_backward`; strided f32 tensors are made
-//! contiguous first, so a value's GELU does not depend on its layout.
+//! gradient; both are tested. flex's (and PyTorch's) `x/2 · (1 + erf(x/√2))` loses its relative
+//! accuracy for negative `x`, where `1 + erf` cancels; this form does not. So results differ from
+//! flex's `gelu` in the last bits, by at most `1e-6 · max(1, |x|)` (tested). Other backends, and
+//! tensors that are not f32, take the backend's own `gelu` and `gelu_backward`; strided f32
+//! tensors are made contiguous first, so a value's GELU does not depend on its layout.
 
 // burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
 #![cfg_attr(feature = "ndarray", allow(deprecated))]
@@ -117,7 +117,7 @@ pub fn gelu_exact<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::test_tensors::{activation_forward_and_gradient, activation_input};
+    use crate::layers::test_tensors::{activation_forward_and_gradient, activation_input, values};
     use burn::tensor::activation::gelu;
     use burn::tensor::{Device, TensorData};
 
@@ -138,10 +138,6 @@ mod tests {
             (y as f64 - value).abs() <= relative_bound * value.abs() + slack,
             "gelu({x}) = {y}, f64 {value}"
         );
-    }
-
-    fn values(t: Tensor<2>) -> Vec<f32> {
-        t.into_data().try_to_vec::<f32>().unwrap()
     }
 
     #[test]

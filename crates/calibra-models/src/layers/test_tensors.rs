@@ -33,9 +33,18 @@ pub(crate) fn activation_input(n: usize, device: &Device) -> Tensor<2> {
     Tensor::from_data(TensorData::new(values, [n / 4, 4]), device)
 }
 
+/// An f32 tensor's values.
+pub(crate) fn values(t: Tensor<2>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap()
+}
+
+fn bit_patterns(values: Vec<f32>) -> Vec<u32> {
+    values.into_iter().map(f32::to_bits).collect()
+}
+
 /// The bit patterns of an f32 tensor's values.
 pub(crate) fn bits(t: Tensor<2>) -> Vec<u32> {
-    t.into_data().try_to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
+    bit_patterns(values(t))
 }
 
 /// An activation's forward values and the gradient of `sum(activation(x) · w)` through autodiff,
@@ -50,7 +59,6 @@ pub(crate) fn activation_forward_and_gradient(
     let weights = activation_input(n, &device).flip([0]);
     let y = activation(x.clone());
     let gradient = x.grad(&(y.clone() * weights.clone()).sum().backward()).unwrap();
-    let values = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
     (values(x.inner()), values(weights.inner()), values(y.inner()), values(gradient))
 }
 
@@ -62,7 +70,6 @@ pub(crate) fn assert_activation_equals_bit_for_bit(
 ) {
     let (_, _, y, y_grad) = activation_forward_and_gradient(ours);
     let (_, _, expected, expected_grad) = activation_forward_and_gradient(reference);
-    let patterns = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<u32>>();
-    assert_eq!(patterns(y), patterns(expected));
-    assert_eq!(patterns(y_grad), patterns(expected_grad));
+    assert_eq!(bit_patterns(y), bit_patterns(expected));
+    assert_eq!(bit_patterns(y_grad), bit_patterns(expected_grad));
 }

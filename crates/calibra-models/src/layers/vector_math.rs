@@ -101,7 +101,7 @@ pub(crate) fn normal_cdf(x: f32) -> f32 {
     let fitted = if x < 0.0 { upper_tail } else { 1.0 - upper_tail };
     // Near 0 the fit's polynomial cancels to about 0 and loses a few bits; the series does not.
     let series = 0.5 + 0.5 * erf_series(x * core::f32::consts::FRAC_1_SQRT_2);
-    if x.abs() < SERIES_LIMIT { series } else { fitted }
+    if a < SERIES_LIMIT { series } else { fitted }
 }
 
 #[cfg(test)]
