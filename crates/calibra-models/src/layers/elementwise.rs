@@ -18,13 +18,23 @@ use rayon::prelude::*;
 /// Elements per rayon task (256 KiB of f32): large enough that scheduling is negligible.
 const CHUNK: usize = 1 << 16;
 
-/// Whether `t` is f32 laid out contiguously from offset 0 (what the kernels take).
-fn is_plain_f32(t: &FlexTensor) -> bool {
-    t.dtype() == DType::F32 && matches!(t.layout().contiguous_offsets(), Some((0, _)))
+/// `t`'s f32 values in row-major order: its own storage when it is laid out contiguously from
+/// offset 0, else a contiguous copy (flex's `to_contiguous`); `None` when `t` is not f32. A value's
+/// result then does not depend on its tensor's layout.
+fn row_major_f32(t: &FlexTensor) -> Option<std::borrow::Cow<'_, FlexTensor>> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    if matches!(t.layout().contiguous_offsets(), Some((0, _))) {
+        Some(std::borrow::Cow::Borrowed(t))
+    } else {
+        Some(std::borrow::Cow::Owned(t.to_contiguous()))
+    }
 }
 
-fn plain_len(t: &FlexTensor) -> usize {
-    t.layout().num_elements()
+/// The first `num_elements` values of a row-major f32 tensor's storage.
+fn plain_values(t: &FlexTensor) -> &[f32] {
+    &t.storage::<f32>()[..t.layout().num_elements()]
 }
 
 /// An element-wise function of one f32. Implementations mark `apply` `#[inline(always)]` (and
@@ -40,14 +50,12 @@ pub(crate) trait BinaryKernel: Sync {
     fn apply(&self, x: f32, g: f32) -> f32;
 }
 
-/// `f` of every element of `x`, or `None` when `x` is not contiguous f32 (the caller falls back).
+/// `f` of every element of `x`, in `x`'s shape (row-major), or `None` when `x` is not f32 (the
+/// caller falls back).
 pub(crate) fn map_f32<F: UnaryKernel>(x: &FlexTensor, f: F) -> Option<FlexTensor> {
-    if !is_plain_f32(x) {
-        return None;
-    }
-    let n = plain_len(x);
-    let src = &x.storage::<f32>()[..n];
-    let mut out = vec![0.0f32; n];
+    let x = row_major_f32(x)?;
+    let src = plain_values(&x);
+    let mut out = vec![0.0f32; src.len()];
     let arch = pulp::Arch::new();
     out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(out, src)| {
         arch.dispatch(MapChunk { out, src, f: &f });
@@ -55,16 +63,15 @@ pub(crate) fn map_f32<F: UnaryKernel>(x: &FlexTensor, f: F) -> Option<FlexTensor
     Some(FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone())))
 }
 
-/// `f(x, g)` element by element, for `x` and `g` of one shape, or `None` when either is not
-/// contiguous f32 or the shapes differ.
+/// `f(x, g)` element by element, for `x` and `g` of one shape (row-major), or `None` when either
+/// is not f32 or the shapes differ.
 pub(crate) fn zip_map_f32<F: BinaryKernel>(x: &FlexTensor, g: &FlexTensor, f: F) -> Option<FlexTensor> {
-    if !is_plain_f32(x) || !is_plain_f32(g) || x.layout().shape() != g.layout().shape() {
+    if x.layout().shape() != g.layout().shape() {
         return None;
     }
-    let n = plain_len(x);
-    let xs = &x.storage::<f32>()[..n];
-    let gs = &g.storage::<f32>()[..n];
-    let mut out = vec![0.0f32; n];
+    let (x, g) = (row_major_f32(x)?, row_major_f32(g)?);
+    let (xs, gs) = (plain_values(&x), plain_values(&g));
+    let mut out = vec![0.0f32; xs.len()];
     let arch = pulp::Arch::new();
     out.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK).zip(gs.par_chunks(CHUNK))).for_each(
         |(out, (xs, gs))| {
@@ -161,10 +168,25 @@ mod tests {
     }
 
     #[test]
-    fn strided_or_mismatched_inputs_are_left_to_the_caller() {
+    fn a_strided_input_gives_what_its_contiguous_copy_gives() {
         let square = FlexTensor::from_data(TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]));
         let transposed = square.transpose(0, 1);
-        assert!(map_f32(&transposed, HalfPlusOneExp).is_none());
+        let copy = transposed.to_contiguous();
+        assert_eq!(
+            values(&map_f32(&transposed, HalfPlusOneExp).unwrap()),
+            values(&map_f32(&copy, HalfPlusOneExp).unwrap())
+        );
+        let ours = zip_map_f32(&transposed, &square, TimesMinus).unwrap();
+        assert_eq!(values(&ours), values(&zip_map_f32(&copy, &square, TimesMinus).unwrap()));
+        // x·g − g with x the transpose read row-major, [1, 3, 2, 4], and g = [1, 2, 3, 4].
+        assert_eq!(values(&ours), [0.0f32, 4.0, 3.0, 12.0].map(f32::to_bits));
+    }
+
+    #[test]
+    fn mismatched_shapes_or_other_dtypes_are_left_to_the_caller() {
         assert!(zip_map_f32(&tensor(4, 0), &tensor(5, 0), TimesMinus).is_none());
+        let doubles = FlexTensor::from_data(TensorData::new(vec![1.0f64, 2.0], [2]));
+        assert!(map_f32(&doubles, HalfPlusOneExp).is_none());
+        assert!(zip_map_f32(&doubles, &doubles, TimesMinus).is_none());
     }
 }

@@ -17,7 +17,8 @@
 //! accuracy for negative `x`, where `1 + erf` cancels; this form does not. So results differ from
 //! flex's `gelu` in the last bits, by at most `1e-6 · max(1, |x|)` (tested). Other backends, and
 //! tensors that are not f32, take the backend's own `gelu` and `gelu_backward`; strided f32
-//! tensors are made contiguous first, so a value's GELU does not depend on its layout.
+//! tensors are read in row-major order (`elementwise`), so a value's GELU does not depend on its
+//! layout.
 
 // burn's deprecated `NdArray` backend is one of the extension's targets when the `ndarray` feature is on.
 #![cfg_attr(feature = "ndarray", allow(deprecated))]
@@ -91,15 +92,11 @@ impl BinaryKernel for GeluBackward {
 
 impl GeluBackend for Flex {
     fn gelu_exact(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(&x, GeluForward)
-            .or_else(|| map_f32(&x.to_contiguous(), GeluForward))
-            .unwrap_or_else(|| Flex::gelu(x))
+        map_f32(&x, GeluForward).unwrap_or_else(|| Flex::gelu(x))
     }
 
     fn gelu_exact_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(&x, &grad, GeluBackward)
-            .or_else(|| zip_map_f32(&x.to_contiguous(), &grad.to_contiguous(), GeluBackward))
-            .unwrap_or_else(|| Flex::gelu_backward(x, grad))
+        zip_map_f32(&x, &grad, GeluBackward).unwrap_or_else(|| Flex::gelu_backward(x, grad))
     }
 }
 
@@ -117,7 +114,9 @@ pub fn gelu_exact<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::test_tensors::{activation_forward_and_gradient, activation_input, values};
+    use crate::layers::test_tensors::{
+        activation_forward_and_gradient, activation_input, assert_activation_agrees_with, values,
+    };
     use burn::tensor::activation::gelu;
     use burn::tensor::{Device, TensorData};
 
@@ -178,20 +177,7 @@ mod tests {
 
     #[test]
     fn agrees_with_flexs_gelu_up_to_the_last_bits() {
-        let (xs, weights, ys, gradients) = activation_forward_and_gradient(gelu_exact);
-        let (_, _, flex_ys, flex_gradients) = activation_forward_and_gradient(gelu);
-        for i in 0..xs.len() {
-            let scale = xs[i].abs().max(1.0);
-            assert!(
-                (ys[i] - flex_ys[i]).abs() <= 1e-6 * scale,
-                "gelu({}): {} vs flex {}",
-                xs[i],
-                ys[i],
-                flex_ys[i]
-            );
-            let tolerance = 1e-6 * scale * weights[i].abs();
-            assert!((gradients[i] - flex_gradients[i]).abs() <= tolerance, "gradient at {}", xs[i]);
-        }
+        assert_activation_agrees_with(gelu_exact, gelu, 1e-6);
     }
 
     #[test]
