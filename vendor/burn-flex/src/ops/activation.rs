@@ -331,12 +331,8 @@ fn softmax_row_f32_scalar(input: &[f32], output: &mut [f32]) {
             max_val = x;
         }
     }
-    let mut sum = 0.0f32;
-    for (i, &x) in input.iter().enumerate() {
-        let e = (x - max_val).exp();
-        output[i] = e;
-        sum += e;
-    }
+    // calibra patch: the same exponential pass as the SIMD kernel (vendor/README.md).
+    let sum = super::softmax_exp::exp_shifted_sum_f32(input, output, max_val);
     let inv = 1.0f32 / sum;
     for x in output.iter_mut() {
         *x *= inv;
@@ -375,15 +371,9 @@ fn softmax_row_f32_simd<S: macerator::Simd>(input: &[f32], output: &mut [f32]) {
     }
 
     // Pass 2: compute exp(x - max), store in output, accumulate sum.
-    // Scalar exp (no SIMD exp in macerator). This pass is the one that
-    // actually does memory reads + writes on the whole row, so scalar
-    // here still lands us at memory bandwidth.
-    let mut sum = 0.0f32;
-    for idx in 0..len {
-        let e = (input[idx] - max_val).exp();
-        output[idx] = e;
-        sum += e;
-    }
+    // calibra patch (vendor/README.md, "softmax: a vectorisable exp"): a branch-free exp and
+    // fixed partial sums, so that this loop vectorises; it was scalar `expf` per element.
+    let sum = super::softmax_exp::exp_shifted_sum_f32(input, output, max_val);
 
     // Pass 3: normalize.
     // SIMD splat + multiply, scalar tail.

@@ -422,6 +422,10 @@ trait FlashGemm: Float + Pod + Copy + core::ops::AddAssign + Send + Sync {
     /// # Safety
     /// All pointers must be valid for the given dimensions and strides.
     unsafe fn block_gemm(args: BlockGemmArgs<Self>);
+
+    /// calibra patch (vendor/README.md, "softmax: a vectorisable exp"): `row[i] = exp(row[i] −
+    /// max)`, returning the row's new sum.
+    fn exp_shifted_sum(row: &mut [Self], max: Self) -> Self;
 }
 
 /// Arguments for a block matrix multiply: dst = alpha * dst + beta * (lhs @ rhs).
@@ -444,8 +448,12 @@ struct BlockGemmArgs<T> {
 }
 
 macro_rules! impl_flash_gemm {
-    ($ty:ty) => {
+    ($ty:ty, $exp_shifted_sum:path) => {
         impl FlashGemm for $ty {
+            fn exp_shifted_sum(row: &mut [Self], max: Self) -> Self {
+                $exp_shifted_sum(row, max)
+            }
+
             unsafe fn block_gemm(a: BlockGemmArgs<Self>) {
                 unsafe {
                     gemm::gemm(
@@ -475,8 +483,19 @@ macro_rules! impl_flash_gemm {
     };
 }
 
-impl_flash_gemm!(f32);
-impl_flash_gemm!(f64);
+impl_flash_gemm!(f32, super::softmax_exp::exp_shifted_sum_in_place);
+impl_flash_gemm!(f64, exp_shifted_sum_scalar);
+
+/// The scalar exponential pass (upstream's loop), for f64.
+fn exp_shifted_sum_scalar<T: Float>(row: &mut [T], max: T) -> T {
+    let mut sum = T::zero();
+    for s in row.iter_mut() {
+        let e = (*s - max).exp();
+        *s = e;
+        sum = sum + e;
+    }
+    sum
+}
 
 /// Scratch buffers reused across heads within a Rayon job or the serial loop.
 struct ScratchBuffers<T> {
@@ -994,12 +1013,8 @@ fn naive_attention_head<T: FlashGemm>(
             continue;
         }
 
-        let mut sum = T::zero();
-        for s in row.iter_mut() {
-            let e = (*s - row_max).exp();
-            *s = e;
-            sum += e;
-        }
+        // calibra patch: vectorised for f32 (vendor/README.md).
+        let sum = T::exp_shifted_sum(row, row_max);
 
         let inv_sum = T::one() / sum;
         for s in row.iter_mut() {

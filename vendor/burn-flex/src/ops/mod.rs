@@ -117,6 +117,8 @@ mod qtensor;
 pub mod reduce;
 pub mod repeat_dim;
 pub mod slice;
+// calibra patch (vendor/README.md, "softmax: a vectorisable exp").
+mod softmax_exp;
 pub mod sort;
 mod transaction;
 pub mod unary;
