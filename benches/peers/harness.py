@@ -132,6 +132,15 @@ SUITES: dict[str, Suite] = {
         pattern=KEYED_MEDIAN,
         unit="s/step",
     ),
+    "text-tower-products": Suite(
+        "the matrix products alone of a CoOp step on a ViT-B/16 text tower (forward and to the input, 385 rows)",
+        "calibra-models",
+        "text_tower_products",
+        {"PRODUCTS_BENCH_REPS": "7"},
+        ["crates/calibra-models/benches/peers/text_tower_products_peer.py", "7"],
+        {},
+        unit="s/step",
+    ),
 }
 
 
