@@ -11,6 +11,8 @@
 //! the ViT-B/16 forward about 10 % slower (2.0–2.1 against 2.1–2.4 s per batch of 8, with more page
 //! faults; benches/RESULTS.md, "CoOp step"), so it is not done.
 
+use std::borrow::Cow;
+
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
@@ -21,14 +23,14 @@ const CHUNK: usize = 1 << 16;
 /// `t`'s f32 values in row-major order: its own storage when it is laid out contiguously from
 /// offset 0, else a contiguous copy (flex's `to_contiguous`); `None` when `t` is not f32. A value's
 /// result then does not depend on its tensor's layout.
-fn row_major_f32(t: &FlexTensor) -> Option<std::borrow::Cow<'_, FlexTensor>> {
+fn row_major_f32(t: &FlexTensor) -> Option<Cow<'_, FlexTensor>> {
     if t.dtype() != DType::F32 {
         return None;
     }
     if matches!(t.layout().contiguous_offsets(), Some((0, _))) {
-        Some(std::borrow::Cow::Borrowed(t))
+        Some(Cow::Borrowed(t))
     } else {
-        Some(std::borrow::Cow::Owned(t.to_contiguous()))
+        Some(Cow::Owned(t.to_contiguous()))
     }
 }
 

@@ -136,7 +136,8 @@ pub fn quick_gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 mod tests {
     use super::*;
     use crate::layers::test_tensors::{
-        activation_forward_and_gradient, activation_input, assert_activation_agrees_with, bits, values,
+        activation_forward_and_gradient, activation_input, assert_activation_agrees_with, assert_follows_f64,
+        bits, values,
     };
     use burn::tensor::activation::sigmoid as burn_sigmoid;
     use burn::tensor::{Device, TensorData};
@@ -159,11 +160,7 @@ mod tests {
         let (xs, weights, ys, gradients) = activation_forward_and_gradient(quick_gelu);
         for (((&x, &w), &y), &g) in xs.iter().zip(&weights).zip(&ys).zip(&gradients) {
             let (value, derivative) = reference(x);
-            let slack = f32::from_bits(1) as f64;
-            assert!(
-                (y as f64 - value).abs() <= 1e-6 * value.abs() + slack,
-                "quick_gelu({x}) = {y}, f64 {value}"
-            );
+            assert_follows_f64(x, y, value, 1e-6);
             let expected = w as f64 * derivative;
             let bound = 1e-6 * (x.abs().max(1.0) * w.abs()) as f64;
             assert!((g as f64 - expected).abs() <= bound, "gradient at {x}: {g}, f64 {expected}");

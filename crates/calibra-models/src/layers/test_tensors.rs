@@ -43,6 +43,16 @@ pub(crate) fn bits(t: Tensor<2>) -> Vec<u32> {
     values(t).into_iter().map(f32::to_bits).collect()
 }
 
+/// `y`, an activation's f32 value at `x`, is within `relative_bound` of the f64 `reference`, or
+/// within one subnormal step where the result is subnormal.
+pub(crate) fn assert_follows_f64(x: f32, y: f32, reference: f64, relative_bound: f64) {
+    let slack = f32::from_bits(1) as f64;
+    assert!(
+        (y as f64 - reference).abs() <= relative_bound * reference.abs() + slack,
+        "at {x}: {y}, f64 {reference}"
+    );
+}
+
 /// An activation's forward values and the gradient of `sum(activation(x) · w)` through autodiff,
 /// with `x` and `w`, on an input of three rayon chunks and a bit more (so that several tasks run),
 /// from −10.3 to 10.3, and weights of both signs: `(x, w, y, gradient)`.
