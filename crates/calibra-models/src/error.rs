@@ -115,6 +115,14 @@ pub enum ModelError {
         /// What is not supported.
         message: String,
     },
+    /// A PyTorch checkpoint (`.pt`/`.pth`) could not be read, or does not hold what it should.
+    #[error("{path}: {message}")]
+    Checkpoint {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        message: String,
+    },
     /// The safetensors file could not be opened or parsed by burn-store.
     #[error("{path}: cannot read/write safetensors: {message}")]
     Store {

@@ -9,6 +9,9 @@
 //! Hugging Face files). Such checkpoints usually ship no tokenizer files: their text is tokenised by
 //! [`crate::tokenizer::ClipTokenizer::open_clip`] (open_clip's `SimpleTokenizer`).
 //!
+//! An OpenAI CLIP `.pt` state dict (CheXzero's release format) has no configuration; [`openai_pt`]
+//! infers one from the tensor shapes, as open_clip does, and writes it out as such a directory.
+//!
 //! A checkpoint with a timm trunk and a Hugging Face BERT text tower (BiomedCLIP-style:
 //! `timm_model_name` + `hf_model_name`) is not a CLIP ViT-CLIP: [`timm_bert_config`] reads its options
 //! and [`timm_bert`] loads it as [`OpenClipTimmBert`] (timm ViT trunk, transformers `BertModel`, BERT
@@ -16,6 +19,7 @@
 
 pub mod config;
 pub mod convert;
+pub mod openai_pt;
 pub mod timm_bert;
 pub mod timm_bert_config;
 
@@ -25,6 +29,7 @@ use burn::prelude::*;
 
 pub use config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS, OpenClipConfig, is_open_clip_json};
 pub use convert::open_clip_to_hf;
+pub use openai_pt::{ConvertedOpenAiClip, Preprocess, convert_openai_clip};
 pub use timm_bert::{OpenClipTimmBert, TimmBertSources};
 pub use timm_bert_config::{TimmBertConfig, is_timm_bert_json};
 
