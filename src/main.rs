@@ -52,6 +52,9 @@ enum Command {
     /// Zero-shot predictions of a CLIP model, one predictions file and run record per prompt template
     /// (MVC-Bench P1…P7 or your own), with the metrics' spread across templates.
     ZeroShot(cli::zero_shot::ZeroShotArgs),
+    /// Convert a checkpoint calibra cannot read as it is into a layout it loads: an OpenAI CLIP `.pt`
+    /// state dict (CheXzero's) into an OpenCLIP directory.
+    Convert(cli::convert::ConvertArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -109,6 +112,7 @@ fn run(command: Command) -> Result<()> {
         Command::Transfer(args) => cli::transfer::run(&args),
         Command::Report(args) => cli::report::run(&args),
         Command::ZeroShot(args) => cli::zero_shot::run(&args),
+        Command::Convert(args) => cli::convert::run(&args),
         Command::Pretrain(args) => cli::pretrain::run(&args),
     }
 }

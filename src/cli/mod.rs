@@ -2,6 +2,7 @@
 
 pub mod calibrate;
 pub mod compare_ranks;
+pub mod convert;
 pub mod crs;
 pub mod data;
 pub mod device_notice;

@@ -57,15 +57,24 @@ fn check(file: &str, golden_key: &str) -> calibra_models::clip::open_clip::Conve
     // Float types as stored: OpenAI's partial float16 cast is kept.
     let dtypes = g["dtypes"].as_object().unwrap();
     let count = |t: &str| dtypes.values().filter(|v| v.as_str() == Some(t)).count();
-    assert_eq!(converted.dtypes.get("F16").copied().unwrap_or(0), count("float16"), "{file}: float16 tensors");
-    assert_eq!(converted.dtypes.get("F32").copied().unwrap_or(0), count("float32"), "{file}: float32 tensors");
+    assert_eq!(
+        converted.dtypes.get("F16").copied().unwrap_or(0),
+        count("float16"),
+        "{file}: float16 tensors"
+    );
+    assert_eq!(
+        converted.dtypes.get("F32").copied().unwrap_or(0),
+        count("float32"),
+        "{file}: float32 tensors"
+    );
 
     let device = Device::flex();
     let (model, _) = ClipModel::load(out.to_str().unwrap(), &device).unwrap();
     let want = &g[golden_key];
     assert!((model.logit_scale - want["logit_scale"].as_f64().unwrap() as f32).abs() < 1e-6);
     let (images, shape) = flat(&g["images"]);
-    let images = Tensor::from_data(TensorData::new(images, [shape[0], shape[1], shape[2], shape[3]]), &device);
+    let images =
+        Tensor::from_data(TensorData::new(images, [shape[0], shape[1], shape[2], shape[3]]), &device);
     let ids: Vec<Vec<u32>> = g["ids"]
         .as_array()
         .unwrap()
@@ -122,14 +131,17 @@ fn bad_sources_and_targets_are_refused_without_leftovers() {
     // Not a checkpoint at all.
     let text = tmp.path().join("notes.pt");
     std::fs::write(&text, "not a checkpoint").unwrap();
-    let e = convert_openai_clip(&text, &tmp.path().join("a"), None, &Preprocess::openai()).unwrap_err().to_string();
+    let e = convert_openai_clip(&text, &tmp.path().join("a"), None, &Preprocess::openai())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("notes.pt") && e.contains("not a readable PyTorch checkpoint"), "{e}");
 
     // A TorchScript archive (the layout of OpenAI's own released .pt files).
     let jit = tmp.path().join("ViT-B-32.pt");
     {
         let mut zip = zip::ZipWriter::new(std::fs::File::create(&jit).unwrap());
-        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        let options =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
         for (name, body) in [
             ("ViT-B-32/data.pkl", &b"\x80\x02c__torch__.CLIP\n"[..]),
             ("ViT-B-32/code/__torch__.py", b"class CLIP: pass"),
@@ -140,7 +152,9 @@ fn bad_sources_and_targets_are_refused_without_leftovers() {
         }
         zip.finish().unwrap();
     }
-    let e = convert_openai_clip(&jit, &tmp.path().join("b"), None, &Preprocess::openai()).unwrap_err().to_string();
+    let e = convert_openai_clip(&jit, &tmp.path().join("b"), None, &Preprocess::openai())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("TorchScript") && e.contains("state_dict()"), "{e}");
 
     // A key that is not there.

@@ -119,19 +119,19 @@ pub struct ConvertedOpenAiClip {
 }
 
 impl ConvertedOpenAiClip {
-    /// One line naming the architecture, e.g. `ViT-B/32-style: 224 px, patch 32, 12 × 768; text 12 × 512, …`.
+    /// One line naming the architecture, e.g. `vision 224 px, patch 32, width 768, depth 12; text …`.
     pub fn architecture(&self) -> String {
         let c = &self.model_cfg;
         let (v, t) = (&c["vision_cfg"], &c["text_cfg"]);
         format!(
-            "vision {} px, patch {}, {} layers × width {}; text {} layers × width {} ({} heads), context {}, \
+            "vision {} px, patch {}, width {}, depth {}; text width {}, depth {}, heads {}, context {}, \
              vocabulary {}; embedding {}",
             v["image_size"],
             v["patch_size"],
-            v["layers"],
             v["width"],
-            t["layers"],
+            v["layers"],
             t["width"],
+            t["layers"],
             t["heads"],
             t["context_length"],
             t["vocab_size"],
@@ -179,13 +179,15 @@ fn open(path: &Path, key: Option<&str>) -> Result<(PytorchReader, Option<String>
     })?;
     let mut entry = key.map(str::to_string);
     let names = reader.keys();
-    let top_level_clip = names.iter().any(|n| n == "visual.conv1.weight" || n == "module.visual.conv1.weight");
+    let top_level_clip =
+        names.iter().any(|n| n == "visual.conv1.weight" || n == "module.visual.conv1.weight");
     if key.is_none() && !top_level_clip && names.iter().any(|n| n.starts_with("state_dict.")) {
         reader = read(Some("state_dict")).map_err(|e| invalid(path, format!("reading 'state_dict': {e}")))?;
         entry = Some("state_dict".into());
     }
     let names = reader.keys();
-    let strip = if !names.is_empty() && names.iter().all(|n| n.starts_with("module.")) { "module." } else { "" };
+    let strip =
+        if !names.is_empty() && names.iter().all(|n| n.starts_with("module.")) { "module." } else { "" };
     Ok((reader, entry, strip))
 }
 
@@ -194,13 +196,18 @@ fn shapes(reader: &PytorchReader, strip: &str) -> Shapes {
     reader
         .tensors()
         .iter()
-        .map(|(name, t)| (name.strip_prefix(strip).unwrap_or(name).to_string(), (t.dtype(), t.shape().to_vec())))
+        .map(|(name, t)| {
+            (name.strip_prefix(strip).unwrap_or(name).to_string(), (t.dtype(), t.shape().to_vec()))
+        })
         .collect()
 }
 
 fn dim(shapes: &Shapes, path: &Path, name: &str, axis: usize, rank: usize) -> Result<usize, ModelError> {
     let (_, shape) = shapes.get(name).ok_or_else(|| {
-        invalid(path, format!("missing '{name}': not an OpenAI CLIP state dict (or nested under a key: pass it)"))
+        invalid(
+            path,
+            format!("missing '{name}': not an OpenAI CLIP state dict (or nested under a key: pass it)"),
+        )
     })?;
     if shape.len() != rank {
         return Err(invalid(path, format!("'{name}' has shape {shape:?}, expected {rank} axes")));
@@ -214,9 +221,10 @@ pub fn infer_model_cfg(shapes: &Shapes, path: &Path) -> Result<Value, ModelError
         if shapes.keys().any(|k| k.starts_with("visual.layer1.") || k.starts_with("visual.attnpool.")) {
             return Err(ModelError::UnsupportedConfig {
                 path: path.into(),
-                message: "an OpenAI CLIP with a ModifiedResNet image tower (RN50, RN101, RN50x4, …): calibra \
+                message:
+                    "an OpenAI CLIP with a ModifiedResNet image tower (RN50, RN101, RN50x4, …): calibra \
                           implements CLIP's ViT image towers only"
-                    .into(),
+                        .into(),
             });
         }
         return Err(invalid(
@@ -233,7 +241,9 @@ pub fn infer_model_cfg(shapes: &Shapes, path: &Path) -> Result<Value, ModelError
     if grid == 0 || grid * grid + 1 != positions {
         return Err(invalid(
             path,
-            format!("'visual.positional_embedding' has {positions} rows: expected a square grid of patches plus one"),
+            format!(
+                "'visual.positional_embedding' has {positions} rows: expected a square grid of patches plus one"
+            ),
         ));
     }
     let embed_dim = dim(shapes, path, "text_projection", 1, 2)?;
@@ -245,7 +255,9 @@ pub fn infer_model_cfg(shapes: &Shapes, path: &Path) -> Result<Value, ModelError
         .filter_map(|k| k.strip_prefix("transformer.resblocks."))
         .filter_map(|rest| rest.split('.').next())
         .collect();
-    for (tower, width, layers) in [("vision", vision_width, vision_layers), ("text", text_width, text_layers.len())] {
+    for (tower, width, layers) in
+        [("vision", vision_width, vision_layers), ("text", text_width, text_layers.len())]
+    {
         if width < 64 {
             return Err(invalid(
                 path,
@@ -302,7 +314,8 @@ fn read_integer(bytes: &[u8], dtype: DType) -> Option<i64> {
 }
 
 fn sha256_of(path: &Path) -> Result<String, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
+    let mut file =
+        std::fs::File::open(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(|source| ModelError::Io { path: path.into(), source })?;
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
@@ -368,11 +381,25 @@ pub fn convert_openai_clip(
     let source_sha256 = sha256_of(source)?;
     let stripped_prefix = (!strip.is_empty()).then(|| strip.to_string());
     write_directory(out, &config, &tensors, source)?;
-    Ok(ConvertedOpenAiClip { out: out.into(), model_cfg, entry, stripped_prefix, dtypes, parameters, dropped, source_sha256 })
+    Ok(ConvertedOpenAiClip {
+        out: out.into(),
+        model_cfg,
+        entry,
+        stripped_prefix,
+        dtypes,
+        parameters,
+        dropped,
+        source_sha256,
+    })
 }
 
 /// Writes the two files under a temporary sibling of `out`, loads them back, then renames.
-fn write_directory(out: &Path, config: &Value, tensors: &[(String, Owned)], source: &Path) -> Result<(), ModelError> {
+fn write_directory(
+    out: &Path,
+    config: &Value,
+    tensors: &[(String, Owned)],
+    source: &Path,
+) -> Result<(), ModelError> {
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -382,7 +409,8 @@ fn write_directory(out: &Path, config: &Value, tensors: &[(String, Owned)], sour
         move |source| ModelError::Io { path, source }
     };
     std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let staging = tempfile::Builder::new().prefix(".calibra-convert-").tempdir_in(&parent).map_err(io(&parent))?;
+    let staging =
+        tempfile::Builder::new().prefix(".calibra-convert-").tempdir_in(&parent).map_err(io(&parent))?;
     let weights = staging.path().join(OPEN_CLIP_WEIGHTS);
     let views: Vec<(&str, &Owned)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let metadata = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);

@@ -1,0 +1,121 @@
+//! `calibra convert openai-clip FILE --out DIR`: an OpenAI CLIP state dict (`.pt`/`.pth`, CheXzero's
+//! release format) into a native OpenCLIP checkpoint directory that every CLIP command loads (see
+//! calibra_models::clip::open_clip::openai_pt).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
+
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    #[command(subcommand)]
+    pub kind: ConvertKind,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ConvertKind {
+    /// An OpenAI CLIP state dict (`torch.save(model.state_dict())` of OpenAI's `clip.model.CLIP`,
+    /// e.g. CheXzero's checkpoints) into an OpenCLIP directory (`open_clip_config.json` +
+    /// `open_clip_model.safetensors`). The architecture is read off the tensor shapes as open_clip's
+    /// `load_openai_model` reads it. ViT image towers only.
+    OpenaiClip(OpenAiClipArgs),
+}
+
+/// The image normalisation written into `preprocess_cfg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreprocessPreset {
+    /// OpenAI CLIP's mean/std, bicubic resize of the shorter side, centre crop.
+    Openai,
+    /// CheXzero's chest X-ray statistics (mean 101.48761/255, std 83.43944/255), bicubic.
+    Chexzero,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct OpenAiClipArgs {
+    /// The state dict (`.pt`/`.pth`).
+    #[arg(value_name = "FILE")]
+    pub source: PathBuf,
+    /// The checkpoint directory to write (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The entry that holds the state dict, in a checkpoint that nests it (default: the top level,
+    /// else `state_dict`; a `module.` prefix on every name is removed either way).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// The image preprocessing to record with the model.
+    #[arg(long, value_enum, default_value = "openai")]
+    pub preprocess: PreprocessPreset,
+    /// Override the mean: three comma-separated numbers in 0–1 pixel units (R,G,B).
+    #[arg(long, value_name = "R,G,B")]
+    pub mean: Option<String>,
+    /// Override the standard deviation: three positive comma-separated numbers in 0–1 pixel units.
+    #[arg(long, value_name = "R,G,B")]
+    pub std: Option<String>,
+}
+
+fn three_numbers(flag: &str, text: &str, positive: bool) -> Result<[f64; 3]> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let [r, g, b] = parts[..] else { bail!("--{flag}: expected 3 comma-separated numbers, found `{text}`") };
+    let mut out = [0.0; 3];
+    for (slot, part) in out.iter_mut().zip([r, g, b]) {
+        let v: f64 = part.parse().with_context(|| format!("--{flag}: `{part}` is not a number"))?;
+        if !v.is_finite() || (positive && v <= 0.0) {
+            bail!("--{flag}: `{part}` must be finite{}", if positive { " and positive" } else { "" });
+        }
+        *slot = v;
+    }
+    Ok(out)
+}
+
+pub fn run(args: &ConvertArgs) -> Result<()> {
+    let ConvertKind::OpenaiClip(a) = &args.kind;
+    let mut preprocess = match a.preprocess {
+        PreprocessPreset::Openai => Preprocess::openai(),
+        PreprocessPreset::Chexzero => Preprocess::chexzero(),
+    };
+    if let Some(text) = &a.mean {
+        preprocess.mean = three_numbers("mean", text, false)?;
+    }
+    if let Some(text) = &a.std {
+        preprocess.std = three_numbers("std", text, true)?;
+    }
+    eprintln!("reading {} ...", a.source.display());
+    let done = convert_openai_clip(&a.source, &a.out, a.key.as_deref(), &preprocess)?;
+    println!("wrote {} (an OpenCLIP checkpoint directory)", done.out.display());
+    println!("  source: {} (sha256 {})", a.source.display(), done.source_sha256);
+    if let Some(entry) = &done.entry {
+        println!("  state dict read from the entry '{entry}'");
+    }
+    if let Some(prefix) = &done.stripped_prefix {
+        println!("  prefix '{prefix}' removed from every name");
+    }
+    println!("  architecture: {}", done.architecture());
+    let dtypes: Vec<String> = done.dtypes.iter().map(|(t, n)| format!("{n} {t}")).collect();
+    println!("  {} parameters in {} tensors, stored as read", done.parameters, dtypes.join(" + "));
+    if !done.dropped.is_empty() {
+        println!("  integer entries checked against the shapes and dropped: {}", done.dropped.join(", "));
+    }
+    println!(
+        "  preprocess: mean {:?}, std {:?}, {} resize ({})",
+        preprocess.mean, preprocess.std, preprocess.interpolation, preprocess.resize_mode
+    );
+    println!("use it as --encoder {} (features, zero-shot, train --regime coop)", done.out.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_numbers_are_checked() {
+        assert_eq!(three_numbers("mean", "0.1, 0.2,0.3", false).unwrap(), [0.1, 0.2, 0.3]);
+        assert!(
+            three_numbers("mean", "0.1,0.2", false).unwrap_err().to_string().contains("3 comma-separated")
+        );
+        assert!(three_numbers("std", "0.1,0,0.3", true).unwrap_err().to_string().contains("positive"));
+        assert!(three_numbers("std", "0.1,x,0.3", true).unwrap_err().to_string().contains("`x`"));
+        assert!(three_numbers("mean", "0.1,NaN,0.3", false).unwrap_err().to_string().contains("finite"));
+    }
+}
