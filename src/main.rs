@@ -53,7 +53,8 @@ enum Command {
     /// (MVC-Bench P1…P7 or your own), with the metrics' spread across templates.
     ZeroShot(cli::zero_shot::ZeroShotArgs),
     /// Convert a checkpoint calibra cannot read as it is into a layout it loads: an OpenAI CLIP `.pt`
-    /// state dict (CheXzero's) into an OpenCLIP directory.
+    /// state dict (CheXzero's) into an OpenCLIP directory; a multimodal model's (MedGemma's) vision
+    /// tower into a standalone checkpoint.
     Convert(cli::convert::ConvertArgs),
 }
 

@@ -1,11 +1,14 @@
-//! `calibra convert openai-clip FILE --out DIR`: an OpenAI CLIP state dict (`.pt`/`.pth`, CheXzero's
-//! release format) into a native OpenCLIP checkpoint directory that every CLIP command loads (see
-//! calibra_models::clip::open_clip::openai_pt).
+//! `calibra convert`: checkpoints calibra cannot read as they are, into layouts it loads.
+//! - `openai-clip FILE --out DIR`: an OpenAI CLIP state dict (`.pt`/`.pth`, CheXzero's release
+//!   format) into a native OpenCLIP checkpoint directory (calibra_models::clip::open_clip::openai_pt);
+//! - `vision-tower DIR --out DIR`: the SigLIP or CLIP vision tower of a multimodal checkpoint
+//!   (MedGemma, PaliGemma, transformers' LLaVA) into a standalone one (calibra_models::hf::vision_tower).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
+use calibra_models::hf::vision_tower::{PreprocessorNote, extract_vision_tower};
 
 #[derive(Debug, clap::Args)]
 pub struct ConvertArgs {
@@ -20,6 +23,21 @@ pub enum ConvertKind {
     /// `open_clip_model.safetensors`). The architecture is read off the tensor shapes as open_clip's
     /// `load_openai_model` reads it. ViT image towers only.
     OpenaiClip(OpenAiClipArgs),
+    /// The vision tower of a multimodal Hugging Face checkpoint (MedGemma / Gemma 3, PaliGemma,
+    /// transformers' LLaVA: `vision_config` a `siglip_vision_model` or `clip_vision_model`) into a
+    /// standalone checkpoint directory of the tower's type; the language decoder is left out.
+    VisionTower(VisionTowerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VisionTowerArgs {
+    /// The multimodal checkpoint directory (`config.json`, `model.safetensors` or its shards with
+    /// `model.safetensors.index.json`, `preprocessor_config.json`).
+    #[arg(value_name = "DIR")]
+    pub source: PathBuf,
+    /// The checkpoint directory to write (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// The image normalisation written into `preprocess_cfg`.
@@ -69,7 +87,40 @@ fn three_numbers(flag: &str, text: &str, positive: bool) -> Result<[f64; 3]> {
 }
 
 pub fn run(args: &ConvertArgs) -> Result<()> {
-    let ConvertKind::OpenaiClip(a) = &args.kind;
+    match &args.kind {
+        ConvertKind::OpenaiClip(a) => openai_clip(a),
+        ConvertKind::VisionTower(a) => vision_tower(a),
+    }
+}
+
+fn vision_tower(a: &VisionTowerArgs) -> Result<()> {
+    eprintln!("reading {} ...", a.source.display());
+    let done = extract_vision_tower(&a.source, &a.out)?;
+    println!("wrote {} (a {} checkpoint directory)", done.out.display(), done.tower_model_type);
+    println!(
+        "  from the {} checkpoint {}: {} tensors ({} parameters) under '{}', read from {} weight file(s)",
+        done.source_model_type,
+        a.source.display(),
+        done.tensors,
+        done.parameters,
+        done.prefix,
+        done.files_read
+    );
+    match done.preprocessor {
+        PreprocessorNote::Copied => println!("  preprocessor_config.json copied"),
+        PreprocessorNote::PanAndScanDropped => println!(
+            "  preprocessor_config.json copied without do_pan_and_scan (the tower is fed one resized image; \
+             pan-and-scan crops are Gemma 3's extra views for the decoder)"
+        ),
+        PreprocessorNote::Missing => println!(
+            "  note: the checkpoint has no preprocessor_config.json; add the tower's own before `calibra features`"
+        ),
+    }
+    println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
+    Ok(())
+}
+
+fn openai_clip(a: &OpenAiClipArgs) -> Result<()> {
     let mut preprocess = match a.preprocess {
         PreprocessPreset::Openai => Preprocess::openai(),
         PreprocessPreset::Chexzero => Preprocess::chexzero(),

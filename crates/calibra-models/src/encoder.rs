@@ -136,6 +136,7 @@ impl Encoder {
             }
             "resnet" => EncoderModel::ResNet(ResNet::load(&config, &weights, device)?.0),
             other => {
+                crate::hf::vision_tower::refuse_multimodal(dir)?;
                 return Err(ModelError::UnsupportedModelType {
                     path: config.path.clone(),
                     model_type: other.to_string(),

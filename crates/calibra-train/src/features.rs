@@ -164,6 +164,7 @@ impl PreparedPass {
             return Err(FeatureError::Invalid("batch size must be at least 1".into()));
         }
         let checkpoint = resolve_checkpoint(&request.encoder)?.dir;
+        calibra_models::hf::vision_tower::refuse_multimodal(&checkpoint)?;
         let preprocess = preprocess_for(&checkpoint)?;
         let spec = DatasetSpec::parse(&request.data)?;
         let dataset = load_dataset(&spec, &LoadOptions::default())?;

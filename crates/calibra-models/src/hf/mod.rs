@@ -7,6 +7,8 @@ pub mod floats;
 pub mod keymap;
 pub mod load;
 pub mod resolve;
+pub mod staged_dir;
+pub mod vision_tower;
 
 pub use config::{HfConfig, read_config};
 pub use keymap::{KeyMap, KeyRule};

@@ -31,10 +31,10 @@ use crate::error::ModelError;
 use super::config::OpenClipConfig;
 
 /// A tensor to re-serialise.
-pub(super) struct Owned {
-    pub(super) dtype: Dtype,
-    pub(super) shape: Vec<usize>,
-    pub(super) data: Vec<u8>,
+pub(crate) struct Owned {
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) data: Vec<u8>,
 }
 
 impl safetensors::View for &Owned {

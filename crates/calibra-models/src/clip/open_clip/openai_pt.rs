@@ -42,6 +42,7 @@ use sha2::{Digest, Sha256};
 use super::config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
 use super::convert::Owned;
 use crate::error::ModelError;
+use crate::hf::staged_dir::{publish_directory, refuse_existing};
 
 /// OpenAI CLIP's image normalisation (`OPENAI_DATASET_MEAN` / `_STD` in open_clip).
 pub const OPENAI_MEAN: [f64; 3] = [0.48145466, 0.4578275, 0.40821073];
@@ -330,12 +331,7 @@ pub fn convert_openai_clip(
     key: Option<&str>,
     preprocess: &Preprocess,
 ) -> Result<ConvertedOpenAiClip, ModelError> {
-    if out.exists() {
-        return Err(ModelError::Input(format!(
-            "{}: already exists; give a new directory (a conversion never overwrites)",
-            out.display()
-        )));
-    }
+    refuse_existing(out)?;
     let (reader, entry, strip) = open(source, key)?;
     let shapes = shapes(&reader, strip);
     let model_cfg = infer_model_cfg(&shapes, source)?;
@@ -400,35 +396,18 @@ fn write_directory(
     tensors: &[(String, Owned)],
     source: &Path,
 ) -> Result<(), ModelError> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ModelError::Io { path, source }
-    };
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let staging =
-        tempfile::Builder::new().prefix(".calibra-convert-").tempdir_in(&parent).map_err(io(&parent))?;
-    let weights = staging.path().join(OPEN_CLIP_WEIGHTS);
+    let weights = out.join(OPEN_CLIP_WEIGHTS);
     let views: Vec<(&str, &Owned)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let metadata = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
     let bytes = safetensors::serialize(views, Some(metadata))
-        .map_err(|e| ModelError::Store { path: weights.clone(), message: e.to_string() })?;
-    std::fs::write(&weights, bytes).map_err(io(&weights))?;
-    let config_path = staging.path().join(OPEN_CLIP_CONFIG);
+        .map_err(|e| ModelError::Store { path: weights, message: e.to_string() })?;
     let text = serde_json::to_string_pretty(config).map_err(|e| ModelError::Input(e.to_string()))? + "\n";
-    std::fs::write(&config_path, text).map_err(io(&config_path))?;
-
+    let files: [(&str, &[u8]); 2] = [(OPEN_CLIP_WEIGHTS, &bytes), (OPEN_CLIP_CONFIG, text.as_bytes())];
     // Every tensor used and every shape right, or no checkpoint.
-    super::load_open_clip(staging.path(), &Device::flex()).map_err(|e| {
-        invalid(source, format!("the converted checkpoint does not load as an OpenCLIP CLIP: {e}"))
-    })?;
-    let staged = staging.keep();
-    std::fs::rename(&staged, out).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&staged);
-        ModelError::Io { path: out.into(), source: e }
+    publish_directory(out, &files, |staged| {
+        super::load_open_clip(staged, &Device::flex()).map(|_| ()).map_err(|e| {
+            invalid(source, format!("the converted checkpoint does not load as an OpenCLIP CLIP: {e}"))
+        })
     })
 }
 

@@ -1,4 +1,4 @@
-//! `calibra convert openai-clip`: an OpenAI CLIP `.pt` state dict (CheXzero's release format; the
+//! `calibra convert`. `openai-clip`: an OpenAI CLIP `.pt` state dict (CheXzero's release format; the
 //! tiny fixture of calibra-models written by scripts/golden/encoders_openai_clip.py) becomes an
 //! OpenCLIP directory that `calibra features` reads; bad input fails with a message and no output.
 
@@ -93,4 +93,45 @@ fn bad_input_is_refused_with_a_message_and_no_output() {
     assert_ne!(run.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&run.stderr).contains("missing.pt"));
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written");
+}
+
+#[test]
+fn a_multimodal_vision_tower_is_extracted_and_serves_as_an_encoder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/calibra-models/tests/fixtures/vision_towers/gemma3-sharded");
+    let ck = tmp.path().join("tiny-medgemma-vision");
+    let run = calibra(&["convert", "vision-tower", source.to_str().unwrap(), "--out", ck.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    for needle in ["siglip_vision_model", "gemma3", "'vision_tower.'", "preprocessor_config.json copied"] {
+        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
+    }
+    let out = tmp.path().join("f.safetensors");
+    let run = calibra(&[
+        "features",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        "synth:chest?n=24&size=28",
+        "--split",
+        "test",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+
+    // The multimodal directory itself is refused with the command that helps.
+    let run = calibra(&[
+        "features",
+        "--encoder",
+        source.to_str().unwrap(),
+        "--data",
+        "synth:chest?n=24&size=28",
+        "--out",
+        tmp.path().join("g.safetensors").to_str().unwrap(),
+    ]);
+    assert_ne!(run.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("calibra convert vision-tower"), "{stderr}");
 }
