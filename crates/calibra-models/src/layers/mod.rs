@@ -6,6 +6,7 @@
 pub mod attention;
 pub mod block;
 mod elementwise;
+pub mod frozen_linear;
 pub mod gelu;
 pub mod layer_norm;
 pub mod mlp;
@@ -21,6 +22,7 @@ mod vector_math;
 
 pub use attention::{MultiHeadSelfAttention, MultiHeadSelfAttentionConfig};
 pub use block::{LayerScale, TransformerBlock, TransformerBlockConfig, run_blocks};
+pub use frozen_linear::{FrozenLinearBackend, TransposeCache, frozen_linear};
 pub use gelu::{GeluBackend, gelu_exact};
 pub use layer_norm::{LayerNorm, LayerNormBackend, LayerNormConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};

@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use super::config::LoraInit;
+use crate::layers::frozen_linear::{TransposeCache, frozen_linear};
 
 /// How to build a fresh branch: rank r, scale s, dropout p, the A initialisation and its seed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -103,17 +104,25 @@ pub struct LoraLinear {
     pub lora: Option<LoraBranch>,
     /// Whether the branch has been folded into `base` (then `forward` skips it).
     pub merged: bool,
+    /// `W₀ᵀ` row-major for the input gradient while `base` is frozen (not a parameter, never saved).
+    #[module(skip)]
+    pub transpose_cache: TransposeCache,
 }
 
 impl LoraLinear {
     /// Wrap a layer without a branch.
     pub fn plain(base: Linear) -> Self {
-        LoraLinear { base, lora: None, merged: false }
+        LoraLinear { base, lora: None, merged: false, transpose_cache: TransposeCache::default() }
     }
 
     /// Wrap a layer and attach `branch`; the base parameters are frozen (no gradient).
     pub fn adapted(base: Linear, branch: LoraBranch) -> Self {
-        LoraLinear { base: base.no_grad(), lora: Some(branch), merged: false }
+        LoraLinear {
+            base: base.no_grad(),
+            lora: Some(branch),
+            merged: false,
+            transpose_cache: TransposeCache::default(),
+        }
     }
 
     /// `(d_in, d_out)` of the base layer.
@@ -132,9 +141,27 @@ impl LoraLinear {
 
     fn forward_unfolded<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         match (&self.lora, self.merged) {
-            (Some(branch), false) => self.base.forward(x.clone()) + branch.forward(x),
-            _ => self.base.forward(x),
+            (Some(branch), false) => self.base_forward(x.clone()) + branch.forward(x),
+            _ => self.base_forward(x),
         }
+    }
+
+    /// W₀x + b₀. A frozen layer (no gradient for its weight or bias: a LoRA base, a CoOp text tower)
+    /// goes through [`frozen_linear`], whose backward reuses a row-major `W₀ᵀ` between steps; the
+    /// numbers are burn's `linear`'s either way.
+    fn base_forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        let weight = self.base.weight.val();
+        let bias = self.base.bias.as_ref().map(|b| b.val());
+        let frozen = !weight.is_require_grad() && bias.as_ref().is_none_or(|b| !b.is_require_grad());
+        if D != 2 || !frozen {
+            return self.base.forward(x);
+        }
+        let dims = x.dims();
+        let y = frozen_linear(x.reshape([dims[0], dims[1]]), weight, bias, &self.transpose_cache);
+        let [rows, out] = y.dims();
+        let mut shape = dims;
+        (shape[0], shape[D - 1]) = (rows, out);
+        y.reshape(shape)
     }
 
     /// Fold the branch into the base weight: W ← W₀ + s·(BA)ᵀ. A no-op without a branch or when
