@@ -1,6 +1,7 @@
 //! Issue 20, fuzzing without nightly: `proptest` over arbitrary and mutated bytes for the checkpoint
-//! loaders (`model.safetensors` + `config.json`, every family) and the PEFT adapter reader
-//! (`adapter_config.json` + `adapter_model.safetensors`). No input may panic, abort or hang: each
+//! loaders (`model.safetensors` + `config.json`, every family), the PEFT adapter reader
+//! (`adapter_config.json` + `adapter_model.safetensors`) and the two conversions (OpenAI CLIP `.pt`
+//! state dicts, a multimodal checkpoint's vision tower). No input may panic, abort or hang: each
 //! case either loads or returns an error (and a model that loads runs a forward pass without
 //! panicking). The seed corpus is the committed fixtures; the case counts are CI-sized (a few
 //! seconds each in a debug build). `PROPTEST_CASES=N`, or `CALIBRA_FUZZ_SCALE=K` (K × the default; the
@@ -10,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use calibra_models::clip::ClipModel;
+use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
 use calibra_models::encoder::Encoder;
+use calibra_models::hf::vision_tower::extract_vision_tower;
 use calibra_models::lora::peft::PeftAdapter;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -223,6 +226,52 @@ proptest! {
             std::fs::write(dir.path().join("adapter_model.safetensors"), mutate(&weights, &weights_mutations, focus)).unwrap();
             let _ = PeftAdapter::read(dir.path());
         }
+    }
+
+    /// `calibra convert openai-clip` on mutated `.pt` files (the ZIP and the legacy container): a
+    /// converted directory or an error, and no staging directory left either way.
+    #[test]
+    fn mutated_openai_clip_state_dicts_never_panic(
+        legacy in any::<bool>(),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+        near_start in any::<bool>(),
+    ) {
+        let seed = read(if legacy { "openai_clip/legacy_nested.pt" } else { "openai_clip/state_dict.pt" });
+        let focus = if near_start { 1024 } else { seed.len() };
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("ck.pt");
+        std::fs::write(&source, mutate(&seed, &mutations, focus)).unwrap();
+        let out = dir.path().join("out");
+        let converted = convert_openai_clip(&source, &out, None, &Preprocess::openai()).is_ok();
+        prop_assert_eq!(out.is_dir(), converted);
+        let left = std::fs::read_dir(dir.path()).unwrap().filter(|e| {
+            e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".calibra-convert-")
+        }).count();
+        prop_assert_eq!(left, 0);
+    }
+
+    /// `calibra convert vision-tower` on a mutated multimodal checkpoint (safetensors header or
+    /// body, or `config.json`).
+    #[test]
+    fn mutated_multimodal_checkpoints_never_panic(
+        weights_mutations in proptest::collection::vec(mutation(), 0..4),
+        in_header in any::<bool>(),
+        config_field in any::<prop::sample::Index>(),
+        value in hostile_value(),
+        mutate_config in any::<bool>(),
+    ) {
+        let weights = read("vision_towers/gemma3-legacy/model.safetensors");
+        let config = read("vision_towers/gemma3-legacy/config.json");
+        let focus = if in_header { header_span(&weights) } else { weights.len() };
+        let mut json: Value = serde_json::from_slice(&config).unwrap();
+        if mutate_config {
+            let paths = key_paths(&json);
+            set_path(&mut json, config_field.get(paths.as_slice()).as_str(), value);
+        }
+        let dir = checkpoint(json.to_string().as_bytes(), &mutate(&weights, &weights_mutations, focus));
+        let out = dir.path().join("out");
+        let extracted = extract_vision_tower(dir.path(), &out).is_ok();
+        prop_assert_eq!(out.is_dir(), extracted);
     }
 }
 

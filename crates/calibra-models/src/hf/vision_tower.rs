@@ -196,6 +196,9 @@ fn weight_files(dir: &Path) -> Result<Vec<PathBuf>, ModelError> {
             shards.push(file.to_string());
         }
     }
+    if shards.is_empty() {
+        return Err(ModelError::Config { path: index, message: "'weight_map' lists no shard".into() });
+    }
     shards.sort();
     Ok(shards.into_iter().map(|s| dir.join(s)).collect())
 }
@@ -367,6 +370,18 @@ mod tests {
         let mut names = BTreeMap::new();
         names.insert("vision_model.embeddings.patch_embedding.weight".to_string(), entry());
         assert_eq!(tower_prefix(&names), None);
+    }
+
+    #[test]
+    fn an_index_must_name_shards_in_its_own_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = tmp.path().join("model.safetensors.index.json");
+        std::fs::write(&index, r#"{"weight_map": {}}"#).unwrap();
+        assert!(weight_files(tmp.path()).unwrap_err().to_string().contains("lists no shard"));
+        std::fs::write(&index, r#"{"weight_map": {"w": "../elsewhere.safetensors"}}"#).unwrap();
+        assert!(weight_files(tmp.path()).unwrap_err().to_string().contains("not a file name"));
+        std::fs::write(&index, r#"{"metadata": {}}"#).unwrap();
+        assert!(weight_files(tmp.path()).unwrap_err().to_string().contains("weight_map"));
     }
 
     #[test]
