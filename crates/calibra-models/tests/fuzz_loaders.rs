@@ -245,7 +245,7 @@ proptest! {
         let converted = convert_openai_clip(&source, &out, None, &Preprocess::openai()).is_ok();
         prop_assert_eq!(out.is_dir(), converted);
         let left = std::fs::read_dir(dir.path()).unwrap().filter(|e| {
-            e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".calibra-convert-")
+            e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.')
         }).count();
         prop_assert_eq!(left, 0);
     }

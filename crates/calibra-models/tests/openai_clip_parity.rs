@@ -40,7 +40,7 @@ fn assert_no_staging_left(dir: &Path) {
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".calibra-convert-"))
+        .filter(|n| n.starts_with('.'))
         .collect();
     assert!(left.is_empty(), "staging directories left behind: {left:?}");
 }

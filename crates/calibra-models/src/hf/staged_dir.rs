@@ -1,9 +1,10 @@
 //! Writing a converted checkpoint directory all or nothing: the files go into a temporary sibling of
-//! the target, the caller's check loads them back, and only then is the directory renamed into place.
-//! A failed check, an error or a kill leaves no directory at the target (a killed process can leave a
-//! `.calibra-convert-*` sibling, which nothing reads).
+//! the target (calibra-core's `.NAME.tmp-PID`, fsynced), the caller's check loads them back, and only
+//! then is the directory renamed into place. A failed check or an error leaves no directory at the
+//! target; what a killed conversion left beside it is cleared by the next one
+//! (`calibra_core::remove_dead_siblings`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::ModelError;
 
@@ -20,34 +21,22 @@ pub fn refuse_existing(out: &Path) -> Result<(), ModelError> {
 }
 
 /// Writes `files` (name, bytes) into a new directory `out`, after `check` accepted them in the
-/// staging directory. `out` must not exist.
+/// temporary directory. `out` must not exist.
 pub fn publish_directory(
     out: &Path,
     files: &[(&str, &[u8])],
     check: impl FnOnce(&Path) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     refuse_existing(out)?;
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ModelError::Io { path, source }
-    };
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let staging =
-        tempfile::Builder::new().prefix(".calibra-convert-").tempdir_in(&parent).map_err(io(&parent))?;
-    for (name, bytes) in files {
-        let path = staging.path().join(name);
-        std::fs::write(&path, bytes).map_err(io(&path))?;
-    }
-    check(staging.path())?;
-    let staged = staging.keep();
-    std::fs::rename(&staged, out).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&staged);
-        ModelError::Io { path: out.into(), source: e }
+    calibra_core::remove_dead_siblings(out);
+    calibra_core::write_dir_atomically(out, |staged| -> Result<(), ModelError> {
+        for (name, bytes) in files {
+            let path = staged.join(name);
+            std::fs::write(&path, bytes).map_err(|source| ModelError::Io { path, source })?;
+        }
+        check(staged)
     })
+    .map_err(|e| e.into_error(|path, source| ModelError::Io { path, source }))
 }
 
 #[cfg(test)]
@@ -74,6 +63,8 @@ mod tests {
         assert!(refused.unwrap_err().to_string().contains("does not load"));
         assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
 
+        // What a killed conversion left (pid 0: never a running process) is cleared by the next one.
+        std::fs::create_dir(tmp.path().join(".ck.tmp-0")).unwrap();
         publish_directory(&out, &[("a.json", b"{}"), ("b.bin", b"xy")], |_| Ok(())).unwrap();
         assert_eq!(entries(&out), ["a.json", "b.bin"]);
         assert_eq!(entries(tmp.path()), ["ck"]);
