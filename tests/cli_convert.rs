@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::calibra;
+use common::{calibra, feature_width};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/openai_clip").join(name)
@@ -38,29 +38,8 @@ fn a_converted_state_dict_serves_as_an_encoder() {
         assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
     }
 
-    let out = tmp.path().join("f.safetensors");
-    let run = calibra(&[
-        "features",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        "synth:chest?n=24&size=28",
-        "--split",
-        "test",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let bytes = std::fs::read(&out).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let (_, entry) = header
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(k, _)| k.starts_with("features"))
-        .expect("a features tensor");
-    assert_eq!(entry["shape"][1], 64, "the vision width: {entry}");
+    let width = feature_width(&ck, "synth:chest?n=24&size=28", &tmp.path().join("f.safetensors"));
+    assert_eq!(width, 64, "the vision width");
 
     // A second conversion to the same place is refused, and leaves the first intact.
     let again = calibra(&["convert", "openai-clip", source.to_str().unwrap(), "--out", ck.to_str().unwrap()]);
@@ -107,19 +86,8 @@ fn a_multimodal_vision_tower_is_extracted_and_serves_as_an_encoder() {
     for needle in ["siglip_vision_model", "gemma3", "'vision_tower.'", "preprocessor_config.json copied"] {
         assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
     }
-    let out = tmp.path().join("f.safetensors");
-    let run = calibra(&[
-        "features",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        "synth:chest?n=24&size=28",
-        "--split",
-        "test",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let width = feature_width(&ck, "synth:chest?n=24&size=28", &tmp.path().join("f.safetensors"));
+    assert_eq!(width, 32, "the tower's width");
 
     // The multimodal directory itself is refused with the command that helps.
     let run = calibra(&[

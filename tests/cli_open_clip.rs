@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use calibra_crs::RunRecordSet;
-use common::calibra;
+use common::{calibra, feature_width};
 
 const DATA: &str = "synth:derm?n=60&size=32";
 
@@ -56,30 +56,8 @@ fn zero_shot_runs_on_an_open_clip_directory() {
 fn features_from_an_open_clip_vision_tower() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
-    let out = tmp.path().join("f.safetensors");
-    let run = calibra(&[
-        "features",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        DATA,
-        "--split",
-        "test",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let bytes = fs::read(&out).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let (_, entry) = header
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(k, _)| k.starts_with("features"))
-        .expect("a features tensor");
     // The fixture's vision width (ln_post of the class token, before visual.proj).
-    assert_eq!(entry["shape"][1], 16, "{entry}");
+    assert_eq!(feature_width(&ck, DATA, &tmp.path().join("f.safetensors")), 16);
 }
 
 #[test]

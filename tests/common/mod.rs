@@ -29,6 +29,24 @@ pub fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
+/// `calibra features --encoder ENCODER --data DATA --split test --out OUT`, required to succeed; the
+/// width of the feature tensor it wrote (read from the safetensors header).
+pub fn feature_width(encoder: &Path, data: &str, out: &Path) -> u64 {
+    let args = ["features", "--encoder", encoder.to_str().unwrap(), "--data", data, "--split", "test"];
+    let run = calibra(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let bytes = fs::read(out).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let (_, entry) = header
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.starts_with("features"))
+        .expect("a features tensor");
+    entry["shape"][1].as_u64().expect("a 2-D features tensor")
+}
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures")
 }

@@ -16,7 +16,7 @@ use calibra_models::{Encoder, EncoderModel};
 use serde_json::Value;
 
 mod common;
-use common::flat;
+use common::{assert_within, flat};
 
 const TOL: f32 = 1e-4;
 
@@ -42,13 +42,7 @@ fn ids(v: &Value) -> Vec<Vec<u32>> {
 }
 
 fn max_diff(name: &str, got: Tensor<2>, want: &Value) -> f32 {
-    let (want, shape) = flat(want);
-    assert_eq!(got.dims().to_vec(), shape, "{name}: shape");
-    let got: Vec<f32> = got.into_data().try_to_vec::<f32>().unwrap();
-    let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    eprintln!("{name}: max |diff| {max:e}");
-    assert!(max <= TOL, "{name}: max |diff| {max:e} > {TOL:e}");
-    max
+    assert_within(name, got, want, TOL)
 }
 
 /// Image features, text features and zero-shot logits of one fixture against open_clip.

@@ -13,7 +13,7 @@ use calibra_models::{Encoder, EncoderModel};
 use serde_json::Value;
 
 mod common;
-use common::flat;
+use common::{assert_within, flat};
 
 const TOL: f32 = 1e-4;
 
@@ -22,12 +22,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn max_diff<const D: usize>(name: &str, got: Tensor<D>, want: &Value) {
-    let (want, shape) = flat(want);
-    assert_eq!(got.dims().to_vec(), shape, "{name}: shape");
-    let got: Vec<f32> = got.into_data().try_to_vec::<f32>().unwrap();
-    let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    eprintln!("{name}: max |diff| {max:e}");
-    assert!(max <= TOL, "{name}: max |diff| {max:e} > {TOL:e}");
+    assert_within(name, got, want, TOL);
 }
 
 fn check(layout: &str, prefix: &str, files_read: usize) {

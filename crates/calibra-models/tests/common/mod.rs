@@ -28,6 +28,23 @@ pub fn flat(v: &Value) -> (Vec<f32>, Vec<usize>) {
     (out, shape)
 }
 
+/// `max |got − want|` over a golden JSON array of `got`'s shape, printed, and asserted to be at most
+/// `tol`.
+pub fn assert_within<const D: usize>(
+    name: &str,
+    got: burn::tensor::Tensor<D>,
+    want: &Value,
+    tol: f32,
+) -> f32 {
+    let (want, shape) = flat(want);
+    assert_eq!(got.dims().to_vec(), shape, "{name}: shape");
+    let got: Vec<f32> = got.into_data().try_to_vec::<f32>().unwrap();
+    let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    eprintln!("{name}: max |diff| {max:e}");
+    assert!(max <= tol, "{name}: max |diff| {max:e} > {tol:e}");
+    max
+}
+
 /// A temporary copy of the checkpoint `src` (`model.safetensors` as is) whose `config.json` is
 /// `src`'s after `edit`.
 pub fn copy_with_config(src: &Path, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
