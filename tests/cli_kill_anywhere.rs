@@ -8,6 +8,7 @@
 //! no temporary file or directory survives.
 mod common;
 
+use calibra_testkit::sorted_names;
 use common::{PRIOR_RECIPE, calibra, tree_files};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -59,16 +60,6 @@ fn run_and_kill(args: &[&str], delay: Duration) -> bool {
     killed
 }
 
-/// The names in `dir`, sorted.
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// `got` has exactly `expected`'s files with the same bytes; the failure names the first difference.
 fn same_tree(got: &BTreeMap<String, Vec<u8>>, expected: &BTreeMap<String, Vec<u8>>, what: &str) {
     let extra: Vec<&String> = got.keys().filter(|k| !expected.contains_key(*k)).collect();
@@ -116,7 +107,7 @@ fn run_killed_anywhere_resumes_to_the_same_store_with_no_stray_file() {
             &expected,
             &format!("round {round} (killed after {delay:?})"),
         );
-        assert_eq!(names_in(&parent), ["store"], "round {round}: something was left beside the store");
+        assert_eq!(sorted_names(&parent), ["store"], "round {round}: something was left beside the store");
     }
     assert!(killed_mid_run > 0, "no round killed a running process (every kill came after the end)");
 }
@@ -149,7 +140,7 @@ fn report_killed_anywhere_is_rewritten_whole_with_no_stray_directory() {
         let again = calibra(&args);
         assert!(again.status.success(), "round {round} (killed after {delay:?}): {}", stderr(&again));
         same_tree(&tree_files(&out), &expected, &format!("round {round} (killed after {delay:?})"));
-        assert_eq!(names_in(&parent), ["report"], "round {round}: something was left beside the report");
+        assert_eq!(sorted_names(&parent), ["report"], "round {round}: something was left beside the report");
     }
     assert!(killed_mid_run > 0, "no round killed a running process (every kill came after the end)");
 }

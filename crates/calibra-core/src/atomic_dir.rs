@@ -181,15 +181,7 @@ pub fn remove_dead_siblings(target: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use calibra_testkit::sorted_names;
 
     #[test]
     fn a_new_directory_appears_whole() {
@@ -203,7 +195,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n, 2);
-        assert_eq!(listing(dir.path()), ["out"]);
+        assert_eq!(sorted_names(dir.path()), ["out"]);
         assert_eq!(fs::read_to_string(target.join("figures/a.svg")).unwrap(), "<svg/>");
     }
 
@@ -214,8 +206,8 @@ mod tests {
         fs::create_dir(&target).unwrap();
         fs::write(target.join("stale.csv"), "old").unwrap();
         write_dir_atomically(&target, |tmp| fs::write(tmp.join("new.csv"), "new")).unwrap();
-        assert_eq!(listing(dir.path()), ["out"]);
-        assert_eq!(listing(&target), ["new.csv"]);
+        assert_eq!(sorted_names(dir.path()), ["out"]);
+        assert_eq!(sorted_names(&target), ["new.csv"]);
     }
 
     #[test]
@@ -236,8 +228,8 @@ mod tests {
         let io =
             DirWriteError::<String>::Io { path: "/x".into(), source: std::io::Error::other("no rename") };
         assert_eq!(io.into_error(|path, source| format!("{}: {source}", path.display())), "/x: no rename");
-        assert_eq!(listing(dir.path()), ["out"]);
-        assert_eq!(listing(&target), ["kept.csv"]);
+        assert_eq!(sorted_names(dir.path()), ["out"]);
+        assert_eq!(sorted_names(&target), ["kept.csv"]);
     }
 
     #[test]
@@ -249,8 +241,8 @@ mod tests {
         fs::write(aside.join("state.json"), "{\"step\": 1}").unwrap();
         let swap = DirSwap::beside(&target).unwrap().with_aside(aside.clone());
         swap.write(|tmp| fs::write(tmp.join("state.json"), "{}")).unwrap();
-        assert_eq!(listing(dir.path()), ["checkpoint"]);
-        assert_eq!(listing(&target), ["state.json"]);
+        assert_eq!(sorted_names(dir.path()), ["checkpoint"]);
+        assert_eq!(sorted_names(&target), ["state.json"]);
     }
 
     #[test]

@@ -47,15 +47,7 @@ fn remove_leftovers(out: &Path, log: &mut dyn FnMut(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use calibra_testkit::sorted_names;
 
     /// A report killed between moving the old one aside and renaming the new one in leaves no `out`
     /// and the old report at `.out.old-PID` (pid 0: never a running process). The next write keeps it
@@ -72,7 +64,7 @@ mod tests {
         let mut said = Vec::new();
         let files = vec![("report.md".to_string(), b"new".to_vec())];
         write_output_dir(&out, &files, false, &mut |m| said.push(m.to_string())).unwrap();
-        assert_eq!(listing(dir.path()), ["out"]);
+        assert_eq!(sorted_names(dir.path()), ["out"]);
         assert_eq!(std::fs::read_to_string(out.join("report.md")).unwrap(), "new");
         assert_eq!(said.len(), 2, "{said:?}");
         assert!(said[0].contains(".out.tmp-0") && said[1].contains(".out.old-0"), "{said:?}");

@@ -42,15 +42,7 @@ pub fn publish_directory(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use calibra_testkit::sorted_names;
 
     #[test]
     fn published_only_when_the_check_passes() {
@@ -61,16 +53,16 @@ mod tests {
             Err(ModelError::Input("does not load".into()))
         });
         assert!(refused.unwrap_err().to_string().contains("does not load"));
-        assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
+        assert!(sorted_names(tmp.path()).is_empty(), "{:?}", sorted_names(tmp.path()));
 
         // What a killed conversion left (pid 0: never a running process) is cleared by the next one.
         std::fs::create_dir(tmp.path().join(".ck.tmp-0")).unwrap();
         publish_directory(&out, &[("a.json", b"{}"), ("b.bin", b"xy")], |_| Ok(())).unwrap();
-        assert_eq!(entries(&out), ["a.json", "b.bin"]);
-        assert_eq!(entries(tmp.path()), ["ck"]);
+        assert_eq!(sorted_names(&out), ["a.json", "b.bin"]);
+        assert_eq!(sorted_names(tmp.path()), ["ck"]);
 
         let again = publish_directory(&out, &[("c", b"")], |_| Ok(())).unwrap_err().to_string();
         assert!(again.contains("already exists"), "{again}");
-        assert_eq!(entries(&out), ["a.json", "b.bin"]);
+        assert_eq!(sorted_names(&out), ["a.json", "b.bin"]);
     }
 }
