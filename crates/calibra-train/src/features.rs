@@ -29,6 +29,7 @@ use calibra_data::{
     SkippedSample, Split, SplitConfig, Target, decode_samples, load_dataset, perturb, split_dataset,
 };
 use calibra_models::Encoder;
+use calibra_models::hf::file_sha256::{file_sha256, hex};
 use calibra_models::hf::floats::F32View;
 use calibra_models::hf::resolve_checkpoint;
 use safetensors::{Dtype, SafeTensors};
@@ -187,7 +188,7 @@ impl PreparedPass {
         part(FORMAT_VERSION.as_bytes());
         // config.json + model.safetensors, or OpenCLIP's open_clip_config.json + open_clip_model.safetensors.
         for path in (calibra_models::hf::Checkpoint { dir: checkpoint.clone() }).model_files() {
-            part(&sha256_file(&path)?);
+            part(&file_sha256(&path)?);
         }
         part(format!("{preprocess:?}").as_bytes());
         part(request.data.as_bytes());
@@ -460,17 +461,6 @@ pub fn preprocess_for(checkpoint: &Path) -> Result<PreprocessConfig, FeatureErro
         });
     }
     Ok(PreprocessConfig::from_hf_file(&path)?)
-}
-
-fn sha256_file(path: &Path) -> Result<Vec<u8>, FeatureError> {
-    let mut file = fs::File::open(path).map_err(io_err(path))?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut file, &mut h).map_err(io_err(path))?;
-    Ok(h.finalize().to_vec())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn layer_key(f: f64) -> String {

@@ -3,6 +3,7 @@
 //! per-family key-remapping table.
 
 pub mod config;
+pub mod file_sha256;
 pub mod floats;
 pub mod keymap;
 pub mod load;

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::config::read_config;
 use super::staged_dir::{publish_directory, refuse_existing};
-use crate::clip::open_clip::convert::Owned;
+use crate::clip::open_clip::convert::{Owned, pt_format, serialize_tensors};
 use crate::error::ModelError;
 
 /// The tower types calibra loads standalone.
@@ -297,10 +297,7 @@ pub fn extract_vision_tower(dir: &Path, out: &Path) -> Result<ExtractedVisionTow
     }
 
     let weights_name = "model.safetensors";
-    let views: Vec<(&str, &Owned)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let metadata = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
-    let weights = safetensors::serialize(views, Some(metadata))
-        .map_err(|e| store_error(&out.join(weights_name), e.to_string()))?;
+    let weights = serialize_tensors(&tensors, pt_format(), &out.join(weights_name))?;
     let config_text =
         serde_json::to_string_pretty(&vision).map_err(|e| ModelError::Input(e.to_string()))? + "\n";
 

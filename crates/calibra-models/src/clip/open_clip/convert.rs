@@ -195,7 +195,22 @@ pub fn open_clip_to_hf(bytes: &[u8], path: &Path, config: &OpenClipConfig) -> Re
             leftover.join(", ")
         )));
     }
-    let views: Vec<(String, &Owned)> = src.out.iter().map(|(n, t)| (n.clone(), t)).collect();
-    safetensors::serialize(views, None)
+    serialize_tensors(&src.out, None, path)
+}
+
+/// The safetensors bytes of named tensors, with `metadata` in the header (`{"format": "pt"}` for a
+/// file written to disk, as transformers writes them); errors name `path`.
+pub(crate) fn serialize_tensors(
+    tensors: &[(String, Owned)],
+    metadata: Option<std::collections::HashMap<String, String>>,
+    path: &Path,
+) -> Result<Vec<u8>, ModelError> {
+    let views: Vec<(&str, &Owned)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    safetensors::serialize(views, metadata)
         .map_err(|e| ModelError::Store { path: path.into(), message: e.to_string() })
+}
+
+/// `{"format": "pt"}`: the header metadata of a safetensors file written for transformers / open_clip.
+pub(crate) fn pt_format() -> Option<std::collections::HashMap<String, String>> {
+    Some(std::collections::HashMap::from([("format".to_string(), "pt".to_string())]))
 }

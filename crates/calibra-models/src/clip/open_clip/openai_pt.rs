@@ -37,11 +37,11 @@ use burn::tensor::Device;
 use pytorch_reader::{DType, PytorchReader};
 use safetensors::Dtype;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
-use super::convert::Owned;
+use super::convert::{Owned, pt_format, serialize_tensors};
 use crate::error::ModelError;
+use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::{publish_directory, refuse_existing};
 
 /// OpenAI CLIP's image normalisation (`OPENAI_DATASET_MEAN` / `_STD` in open_clip).
@@ -314,14 +314,6 @@ fn read_integer(bytes: &[u8], dtype: DType) -> Option<i64> {
     })
 }
 
-fn sha256_of(path: &Path) -> Result<String, ModelError> {
-    let mut file =
-        std::fs::File::open(path).map_err(|source| ModelError::Io { path: path.into(), source })?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|source| ModelError::Io { path: path.into(), source })?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// Converts the OpenAI CLIP state dict `source` into an OpenCLIP checkpoint directory `out` (which
 /// must not exist), with `preprocess` as its `preprocess_cfg`. `key`: the entry holding the state
 /// dict, for a checkpoint that nests it under another name than `state_dict`.
@@ -374,7 +366,7 @@ pub fn convert_openai_clip(
     dropped.sort();
 
     let config = json!({ "model_cfg": model_cfg, "preprocess_cfg": preprocess.to_json() });
-    let source_sha256 = sha256_of(source)?;
+    let source_sha256 = hex(&file_sha256(source)?);
     let stripped_prefix = (!strip.is_empty()).then(|| strip.to_string());
     write_directory(out, &config, &tensors, source)?;
     Ok(ConvertedOpenAiClip {
@@ -396,11 +388,7 @@ fn write_directory(
     tensors: &[(String, Owned)],
     source: &Path,
 ) -> Result<(), ModelError> {
-    let weights = out.join(OPEN_CLIP_WEIGHTS);
-    let views: Vec<(&str, &Owned)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let metadata = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
-    let bytes = safetensors::serialize(views, Some(metadata))
-        .map_err(|e| ModelError::Store { path: weights, message: e.to_string() })?;
+    let bytes = serialize_tensors(tensors, pt_format(), &out.join(OPEN_CLIP_WEIGHTS))?;
     let text = serde_json::to_string_pretty(config).map_err(|e| ModelError::Input(e.to_string()))? + "\n";
     let files: [(&str, &[u8]); 2] = [(OPEN_CLIP_WEIGHTS, &bytes), (OPEN_CLIP_CONFIG, text.as_bytes())];
     // Every tensor used and every shape right, or no checkpoint.
