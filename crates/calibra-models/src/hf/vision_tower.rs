@@ -119,7 +119,10 @@ fn store_error(path: &Path, message: impl Into<String>) -> ModelError {
     ModelError::Store { path: path.into(), message: message.into() }
 }
 
-/// The tensors of one safetensors file, from its header alone.
+/// The tensors of one safetensors file, from its header alone. Parsed here because the safetensors
+/// crate's `read_metadata` checks the header against the whole file's bytes, which would mean reading
+/// (or memory-mapping, which `forbid(unsafe_code)` rules out) a multi-gigabyte shard to take a
+/// fraction of it.
 fn header(path: &Path) -> Result<BTreeMap<String, Entry>, ModelError> {
     let io = |source| ModelError::Io { path: path.into(), source };
     let mut file = std::fs::File::open(path).map_err(io)?;

@@ -42,8 +42,7 @@ struct CachedTranspose {
 
 impl std::fmt::Debug for TransposeCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let held = self.0.lock().map(|c| c.is_some()).unwrap_or(false);
-        f.debug_struct("TransposeCache").field("held", &held).finish()
+        f.debug_struct("TransposeCache").field("held", &self.is_held()).finish()
     }
 }
 
