@@ -15,6 +15,7 @@ use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
 use calibra_models::encoder::Encoder;
 use calibra_models::hf::vision_tower::extract_vision_tower;
 use calibra_models::lora::peft::PeftAdapter;
+use calibra_testkit::sorted_names;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -244,9 +245,7 @@ proptest! {
         let out = dir.path().join("out");
         let converted = convert_openai_clip(&source, &out, None, &Preprocess::openai()).is_ok();
         prop_assert_eq!(out.is_dir(), converted);
-        let left = std::fs::read_dir(dir.path()).unwrap().filter(|e| {
-            e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.')
-        }).count();
+        let left = sorted_names(dir.path()).into_iter().filter(|n| n.starts_with('.')).count();
         prop_assert_eq!(left, 0);
     }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use calibra_models::clip::ClipModel;
 use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
+use calibra_testkit::sorted_names;
 use serde_json::Value;
 
 mod common;
@@ -31,11 +32,7 @@ fn max_diff(name: &str, got: Tensor<2>, want: &Value) -> f32 {
 
 /// No staging directory of a conversion is left in `dir`.
 fn assert_no_staging_left(dir: &Path) {
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect();
+    let left: Vec<String> = sorted_names(dir).into_iter().filter(|n| n.starts_with('.')).collect();
     assert!(left.is_empty(), "staging directories left behind: {left:?}");
 }
 
