@@ -12,33 +12,13 @@ use calibra_models::encoder::{Encoder, EncoderModel};
 use calibra_models::error::ModelError;
 
 mod common;
-use common::{copy_with_config, load_err};
+use common::{copy_with_config, load_err, max_abs_diff, read_tensors};
 
 const TOL: f32 = 1e-4;
 const VARIANTS: &[&str] = &["token", "avg_fc_norm", "reg4", "deit3_layerscale", "clip_prenorm"];
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/timm").join(rel)
-}
-
-fn read_tensors(path: &Path) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    st.tensors()
-        .into_iter()
-        .map(|(name, view)| {
-            assert_eq!(view.dtype(), safetensors::Dtype::F32, "{name}");
-            let values =
-                view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-            (name, (view.shape().to_vec(), values))
-        })
-        .collect()
-}
-
-fn max_abs_diff<const D: usize>(got: &Tensor<D>, expected: &(Vec<usize>, Vec<f32>)) -> f32 {
-    assert_eq!(got.dims().to_vec(), expected.0, "shape");
-    let got = got.to_data().try_to_vec::<f32>().unwrap();
-    got.iter().zip(&expected.1).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
 }
 
 fn images(g: &HashMap<String, (Vec<usize>, Vec<f32>)>, device: &Device) -> Tensor<4> {

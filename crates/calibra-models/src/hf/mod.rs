@@ -9,6 +9,7 @@ pub mod keymap;
 pub mod load;
 pub mod resolve;
 pub mod staged_dir;
+pub mod torch_state_dict;
 pub mod vision_tower;
 
 pub use config::{HfConfig, read_config};

@@ -2,9 +2,10 @@
 //! copies with an edited `config.json` for the refusal tests. Each test binary uses some of them.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use burn::prelude::Device;
+use burn::prelude::*;
 use calibra_models::Encoder;
 use serde_json::Value;
 
@@ -63,4 +64,36 @@ pub fn load_err(dir: &Path) -> String {
         Ok(_) => panic!("{} loaded", dir.display()),
         Err(e) => e.to_string(),
     }
+}
+
+/// Float32 golden tensors by name: (shape, values).
+pub type GoldenTensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+/// Reads every tensor of a float32 safetensors file.
+pub fn read_tensors(path: &Path) -> GoldenTensors {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    st.tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            assert_eq!(view.dtype(), safetensors::Dtype::F32, "{name}");
+            let values =
+                view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            (name, (view.shape().to_vec(), values))
+        })
+        .collect()
+}
+
+/// `max |got − expected|`, after checking the shapes agree.
+pub fn max_abs_diff<const D: usize>(got: &Tensor<D>, expected: &(Vec<usize>, Vec<f32>)) -> f32 {
+    assert_eq!(got.dims().to_vec(), expected.0, "shape");
+    let got = got.to_data().try_to_vec::<f32>().unwrap();
+    got.iter().zip(&expected.1).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
+}
+
+/// The golden tensor `name` as a batch of images on `device`.
+pub fn golden_images(g: &GoldenTensors, name: &str, device: &Device) -> Tensor<4> {
+    let (shape, values) = &g[name];
+    let shape: [usize; 4] = shape.as_slice().try_into().unwrap();
+    Tensor::from_data(TensorData::new(values.clone(), shape), device)
 }

@@ -34,8 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use pytorch_reader::{DType, PytorchReader};
-use safetensors::Dtype;
+use pytorch_reader::DType;
 use serde_json::{Value, json};
 
 use super::config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
@@ -43,6 +42,7 @@ use super::convert::{Owned, pt_format, serialize_tensors};
 use crate::error::ModelError;
 use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::{publish_directory, refuse_existing};
+use crate::hf::torch_state_dict::{Shapes, TorchStateDict, invalid, is_float, safetensors_dtype};
 
 /// OpenAI CLIP's image normalisation (`OPENAI_DATASET_MEAN` / `_STD` in open_clip).
 pub const OPENAI_MEAN: [f64; 3] = [0.48145466, 0.4578275, 0.40821073];
@@ -141,68 +141,6 @@ impl ConvertedOpenAiClip {
     }
 }
 
-/// A tensor's shape and stored type, by name (after the prefix is stripped).
-pub type Shapes = BTreeMap<String, (DType, Vec<usize>)>;
-
-fn invalid(path: &Path, message: impl Into<String>) -> ModelError {
-    ModelError::Checkpoint { path: path.into(), message: message.into() }
-}
-
-/// Whether `path` is a ZIP archive holding TorchScript code (`*/code/…`, `*/constants.pkl`).
-fn is_torchscript(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else { return false };
-    let Ok(archive) = zip::ZipArchive::new(file) else { return false };
-    archive.file_names().flatten().any(|n| n.ends_with("/constants.pkl") || n.contains("/code/"))
-}
-
-/// Opens `path` with pytorch-reader: at `key` when given, else at the top level, or under
-/// `state_dict` when the top level has no CLIP weights (open_clip's fallback). Returns the reader, the
-/// entry it was opened at, and the prefix every name carries (`module.` for a DDP save) to strip.
-fn open(path: &Path, key: Option<&str>) -> Result<(PytorchReader, Option<String>, &'static str), ModelError> {
-    let read = |key: Option<&str>| match key {
-        Some(k) => PytorchReader::with_top_level_key(path, k),
-        None => PytorchReader::new(path),
-    };
-    let mut reader = read(key).map_err(|e| {
-        if is_torchscript(path) {
-            invalid(
-                path,
-                "a TorchScript archive (OpenAI's released CLIP .pt files are), not a state dict; re-save its \
-                 weights in Python: torch.save(torch.jit.load(path, map_location='cpu').state_dict(), \
-                 'state_dict.pt')",
-            )
-        } else {
-            match key {
-                Some(k) => invalid(path, format!("cannot read the entry '{k}' as a PyTorch state dict: {e}")),
-                None => invalid(path, format!("not a readable PyTorch checkpoint: {e}")),
-            }
-        }
-    })?;
-    let mut entry = key.map(str::to_string);
-    let names = reader.keys();
-    let top_level_clip =
-        names.iter().any(|n| n == "visual.conv1.weight" || n == "module.visual.conv1.weight");
-    if key.is_none() && !top_level_clip && names.iter().any(|n| n.starts_with("state_dict.")) {
-        reader = read(Some("state_dict")).map_err(|e| invalid(path, format!("reading 'state_dict': {e}")))?;
-        entry = Some("state_dict".into());
-    }
-    let names = reader.keys();
-    let strip =
-        if !names.is_empty() && names.iter().all(|n| n.starts_with("module.")) { "module." } else { "" };
-    Ok((reader, entry, strip))
-}
-
-/// The names (`strip` taken off) with their stored types and shapes.
-fn shapes(reader: &PytorchReader, strip: &str) -> Shapes {
-    reader
-        .tensors()
-        .iter()
-        .map(|(name, t)| {
-            (name.strip_prefix(strip).unwrap_or(name).to_string(), (t.dtype(), t.shape().to_vec()))
-        })
-        .collect()
-}
-
 fn dim(shapes: &Shapes, path: &Path, name: &str, axis: usize, rank: usize) -> Result<usize, ModelError> {
     let (_, shape) = shapes.get(name).ok_or_else(|| {
         invalid(
@@ -293,16 +231,6 @@ fn expected_integer(entry: &str, cfg: &Value) -> Option<u64> {
     }
 }
 
-fn safetensors_dtype(dtype: DType) -> Option<Dtype> {
-    match dtype {
-        DType::F16 => Some(Dtype::F16),
-        DType::BF16 => Some(Dtype::BF16),
-        DType::F32 => Some(Dtype::F32),
-        DType::F64 => Some(Dtype::F64),
-        _ => None,
-    }
-}
-
 fn read_integer(bytes: &[u8], dtype: DType) -> Option<i64> {
     Some(match (dtype, bytes.len()) {
         (DType::I64, 8) => i64::from_ne_bytes(bytes.try_into().ok()?),
@@ -324,18 +252,26 @@ pub fn convert_openai_clip(
     preprocess: &Preprocess,
 ) -> Result<ConvertedOpenAiClip, ModelError> {
     refuse_existing(out)?;
-    let (reader, entry, strip) = open(source, key)?;
-    let shapes = shapes(&reader, strip);
+    let state = TorchStateDict::open(
+        source,
+        key,
+        &["state_dict"],
+        |names| names.iter().any(|n| n == "visual.conv1.weight"),
+        "an OpenAI CLIP state dict",
+    )?;
+    let shapes = state.shapes();
     let model_cfg = infer_model_cfg(&shapes, source)?;
 
     let mut tensors: Vec<(String, Owned)> = Vec::new();
     let mut dropped = Vec::new();
     let mut dtypes = BTreeMap::new();
     let mut parameters = 0u64;
-    for (original, tensor) in reader.tensors() {
-        let name = original.strip_prefix(strip).unwrap_or(original);
+    for (name, tensor) in state.iter() {
+        let original = format!("{}{name}", state.strip);
         let bytes = tensor.read().map_err(|e| invalid(source, format!("reading '{original}': {e}")))?;
-        if let Some(dtype) = safetensors_dtype(tensor.dtype()) {
+        if is_float(tensor.dtype())
+            && let Some(dtype) = safetensors_dtype(tensor.dtype())
+        {
             *dtypes.entry(format!("{dtype:?}")).or_insert(0) += 1;
             parameters += tensor.num_elements() as u64;
             tensors.push((name.to_string(), Owned { dtype, shape: tensor.shape().to_vec(), data: bytes }));
@@ -367,7 +303,7 @@ pub fn convert_openai_clip(
 
     let config = json!({ "model_cfg": model_cfg, "preprocess_cfg": preprocess.to_json() });
     let source_sha256 = hex(&file_sha256(source)?);
-    let stripped_prefix = (!strip.is_empty()).then(|| strip.to_string());
+    let (entry, stripped_prefix) = (state.entry.clone(), state.stripped_prefix());
     write_directory(out, &config, &tensors, source)?;
     Ok(ConvertedOpenAiClip {
         out: out.into(),
