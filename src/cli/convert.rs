@@ -2,13 +2,19 @@
 //! - `openai-clip FILE --out DIR`: an OpenAI CLIP state dict (`.pt`/`.pth`, CheXzero's release
 //!   format) into a native OpenCLIP checkpoint directory (calibra_models::clip::open_clip::openai_pt);
 //! - `vision-tower DIR --out DIR`: the SigLIP or CLIP vision tower of a multimodal checkpoint
-//!   (MedGemma, PaliGemma, transformers' LLaVA) into a standalone one (calibra_models::hf::vision_tower).
+//!   (MedGemma, PaliGemma, transformers' LLaVA) into a standalone one (calibra_models::hf::vision_tower);
+//! - `retfound FILE --out DIR`: a RETFound MAE checkpoint into a timm ViT directory that computes
+//!   RETFound's feature (calibra_models::timm::retfound);
+//! - `biovil FILE --out DIR`: BioViL's image model (hi-ml-multimodal) into a timm ResNet directory
+//!   (calibra_models::resnet::biovil).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
 use calibra_models::hf::vision_tower::{PreprocessorNote, extract_vision_tower};
+use calibra_models::resnet::biovil::{BIOVIL_CROP, BIOVIL_RESIZE, convert_biovil};
+use calibra_models::timm::retfound::{FcNormSource, RetfoundPool, convert_retfound};
 
 #[derive(Debug, clap::Args)]
 pub struct ConvertArgs {
@@ -27,6 +33,55 @@ pub enum ConvertKind {
     /// transformers' LLaVA: `vision_config` a `siglip_vision_model` or `clip_vision_model`) into a
     /// standalone checkpoint directory of the tower's type; the language decoder is left out.
     VisionTower(VisionTowerArgs),
+    /// A RETFound MAE checkpoint (`RETFound_cfp_weights.pth`, `RETFound_mae_natureCFP.pth`, or one
+    /// fine-tuned with RETFound's code) into a timm ViT directory whose feature is RETFound's:
+    /// `fc_norm` of the mean patch token (its default `--global_pool`), or the class token.
+    Retfound(RetfoundArgs),
+    /// BioViL's image model (`biovil_image_resnet50_proj_size_128.pt`, hi-ml-multimodal's
+    /// `ImageModel` state dict) into a timm ResNet-50 directory whose feature is BioViL's image
+    /// embedding, with BioViL's preprocessing (resize 512, centre crop 480, no normalisation).
+    Biovil(BiovilArgs),
+}
+
+/// RETFound's feature (its `--global_pool` / `--cls_token` switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RetfoundPoolArg {
+    /// `fc_norm` of the mean of the patch tokens (RETFound's default, `--global_pool`).
+    Avg,
+    /// The final `norm`, then the class token (`--cls_token`).
+    Token,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RetfoundArgs {
+    /// The checkpoint (`.pth`).
+    #[arg(value_name = "FILE")]
+    pub source: PathBuf,
+    /// The checkpoint directory to write (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The entry that holds the weights (default: the top level, else `model`, else `state_dict`).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Attention heads (not stored in the checkpoint; default width / 64: 16 for RETFound's ViT-L).
+    #[arg(long, value_name = "N")]
+    pub num_heads: Option<usize>,
+    /// The feature.
+    #[arg(long, value_enum, default_value = "avg")]
+    pub pool: RetfoundPoolArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BiovilArgs {
+    /// The image-model state dict (`.pt`).
+    #[arg(value_name = "FILE")]
+    pub source: PathBuf,
+    /// The checkpoint directory to write (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The entry that holds the weights (default: the top level, else `state_dict`, else `model`).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,7 +145,84 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     match &args.kind {
         ConvertKind::OpenaiClip(a) => openai_clip(a),
         ConvertKind::VisionTower(a) => vision_tower(a),
+        ConvertKind::Retfound(a) => retfound(a),
+        ConvertKind::Biovil(a) => biovil(a),
     }
+}
+
+fn print_source(source: &std::path::Path, sha256: &str, entry: &Option<String>, prefix: &Option<String>) {
+    println!("  source: {} (sha256 {sha256})", source.display());
+    if let Some(entry) = entry {
+        println!("  weights read from the entry '{entry}'");
+    }
+    if let Some(prefix) = prefix {
+        println!("  prefix '{prefix}' removed from every name");
+    }
+}
+
+fn print_dropped(dropped: &std::collections::BTreeMap<&'static str, usize>) {
+    for (group, n) in dropped {
+        println!("  dropped: {group} ({n} tensors)");
+    }
+}
+
+fn retfound(a: &RetfoundArgs) -> Result<()> {
+    let pool = match a.pool {
+        RetfoundPoolArg::Avg => RetfoundPool::Avg,
+        RetfoundPoolArg::Token => RetfoundPool::Token,
+    };
+    eprintln!("reading {} ...", a.source.display());
+    let done = convert_retfound(&a.source, &a.out, a.key.as_deref(), a.num_heads, pool)?;
+    println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
+    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    println!(
+        "  architecture: ViT, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}, qkv bias {}; {} parameters",
+        done.img_size,
+        done.patch_size,
+        done.embed_dim,
+        done.depth,
+        done.num_heads,
+        if a.num_heads.is_none() { " (width / 64)" } else { "" },
+        done.mlp_hidden,
+        done.qkv_bias,
+        done.parameters
+    );
+    match done.fc_norm {
+        Some(FcNormSource::FreshInit) => println!(
+            "  feature: fc_norm(mean of the patch tokens), fc_norm freshly initialised (weight 1, bias 0) as \
+             RETFound builds it for a pre-trained checkpoint"
+        ),
+        Some(FcNormSource::Checkpoint) => {
+            println!("  feature: fc_norm(mean of the patch tokens), the checkpoint's own fc_norm")
+        }
+        None => println!("  feature: the class token after the final norm"),
+    }
+    print_dropped(&done.dropped);
+    println!(
+        "  preprocess: bicubic resize, centre crop {} px, ImageNet mean/std (RETFound's eval transform)",
+        done.img_size
+    );
+    println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
+    Ok(())
+}
+
+fn biovil(a: &BiovilArgs) -> Result<()> {
+    eprintln!("reading {} ...", a.source.display());
+    let done = convert_biovil(&a.source, &a.out, a.key.as_deref())?;
+    println!("wrote {} (a timm ResNet checkpoint directory)", done.out.display());
+    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    println!(
+        "  architecture: {} layout, stage depths {:?}, widths {:?}; feature width {}; {} parameters",
+        done.architecture, done.depths, done.channels, done.features, done.parameters
+    );
+    print_dropped(&done.dropped);
+    println!(
+        "  preprocess: bilinear resize of the shorter side to {BIOVIL_RESIZE}, centre crop {BIOVIL_CROP}, pixels \
+         in 0-1 (no normalisation), as hi-ml's BioViL inference transform; hi-ml's loader also makes each \
+         image grayscale and stretches it to 0-255, which calibra does not: give 8-bit grayscale images"
+    );
+    println!("use it as --encoder {} (features, train: probes, full)", done.out.display());
+    Ok(())
 }
 
 fn vision_tower(a: &VisionTowerArgs) -> Result<()> {
@@ -134,13 +266,7 @@ fn openai_clip(a: &OpenAiClipArgs) -> Result<()> {
     eprintln!("reading {} ...", a.source.display());
     let done = convert_openai_clip(&a.source, &a.out, a.key.as_deref(), &preprocess)?;
     println!("wrote {} (an OpenCLIP checkpoint directory)", done.out.display());
-    println!("  source: {} (sha256 {})", a.source.display(), done.source_sha256);
-    if let Some(entry) = &done.entry {
-        println!("  state dict read from the entry '{entry}'");
-    }
-    if let Some(prefix) = &done.stripped_prefix {
-        println!("  prefix '{prefix}' removed from every name");
-    }
+    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
     println!("  architecture: {}", done.architecture());
     let dtypes: Vec<String> = done.dtypes.iter().map(|(t, n)| format!("{n} {t}")).collect();
     println!("  {} parameters in {} tensors, stored as read", done.parameters, dtypes.join(" + "));

@@ -19,6 +19,7 @@
 //! running statistics (momentum 0.1, burn's update). `num_batches_tracked` is kept as loaded (it is not
 //! incremented by training: torch reads it only when `momentum=None`) and written back on save.
 
+pub mod biovil;
 pub mod config;
 pub mod keys;
 pub mod timm_config;

@@ -10,6 +10,8 @@
 //! `fc_norm`-ed feature. The classifier `head` is not loaded.
 
 pub mod config;
+pub mod retfound;
+pub mod write_dir;
 
 use std::path::Path;
 
