@@ -229,3 +229,31 @@ fn biovil_converts_and_preprocesses_as_hi_ml() {
     assert!(String::from_utf8_lossy(&run.stderr).contains("BioViL-T"));
     assert!(!other.exists());
 }
+
+#[test]
+fn panderm_converts_into_an_encoder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = tmp.path().join("tiny-panderm");
+    let source = model_fixture("panderm", "checkpoint.pth");
+    let run = calibra(&[
+        "convert",
+        "panderm",
+        source.to_str().unwrap(),
+        "--out",
+        ck.to_str().unwrap(),
+        "--num-heads",
+        "4",
+    ]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    for needle in [
+        "32 px, patch 8, width 32, depth 2, 4 heads, MLP 128",
+        "class token after the final norm",
+        "ignored, as PanDerm's strict=False load ignores them: 4 name(s)",
+        "std [0.228, 0.224, 0.225]",
+    ] {
+        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
+    }
+    let width = feature_width(&ck, "synth:derm?n=24&size=40", &tmp.path().join("f.safetensors"));
+    assert_eq!(width, 32, "the ViT width");
+}

@@ -1,19 +1,18 @@
 """Golden fixtures for RETFound's MAE checkpoints, which `calibra convert retfound` turns into a timm
 ViT directory (crates/calibra-models/src/timm/retfound.rs).
 
-Run (venv with torch 2.15, timm 1.0.31):
+RETFound's model code is not on PyPI, so this script runs RETFound's own file: give the path of
+`models_vit.py` from a clone of https://github.com/rmaphoh/RETFound_MAE (the fixtures were made at
+commit 897d71c):
 
-    CALIBRA_GOLDEN_VENV=/work/pyenv/peers scripts/golden/venv.sh python scripts/golden/encoders_retfound.py
+    CALIBRA_GOLDEN_VENV=/work/pyenv/peers scripts/golden/venv.sh python scripts/golden/encoders_retfound.py \\
+        --retfound-models-vit /path/to/RETFound_MAE/models_vit.py
 
-The reference is RETFound's own model and loading code (rmaphoh/RETFound_MAE at 897d71c, not on
-PyPI), restated here in a few lines rather than vendored:
-- `models_vit.RETFound_mae(global_pool=...)`: timm's `VisionTransformer` with `qkv_bias=True` and
-  `norm_layer=partial(nn.LayerNorm, eps=1e-6)`; with `global_pool` (RETFound's default) the model
-  deletes timm's `norm` and adds a fresh `fc_norm = norm_layer(embed_dim)`.
-- its `forward_features`: patch embedding, class token prepended, `pos_embed` added, the blocks; then
-  `fc_norm(mean of the patch tokens)` with `global_pool`, else `norm(tokens)[:, 0]`.
-- `main_finetune.py` / `latent_feature.ipynb`: `model.load_state_dict(checkpoint['model'],
-  strict=False)`.
+The reference is that file's `VisionTransformer` (timm's, subclassed) with the options its
+`RETFound_mae` factory sets (`qkv_bias=True`, `norm_layer=partial(nn.LayerNorm, eps=1e-6)`), shrunk,
+with `global_pool` on (RETFound's default: timm's `norm` deleted, a fresh `fc_norm` added) or off
+(`--cls_token`); its `forward_features`; and the loading of `main_finetune.py` /
+`latent_feature.ipynb`: `model.load_state_dict(checkpoint['model'], strict=False)`.
 
 Writes, under crates/calibra-models/tests/fixtures/retfound/ (ViT width 32, patch 8, 32 px, depth 2,
 4 heads, MLP 128: RETFound's ViT-L/16 shrunk):
@@ -38,6 +37,8 @@ Deterministic: fixed generators; re-running rewrites identical files.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -45,7 +46,7 @@ import timm
 import torch
 import torch.nn as nn
 from safetensors.torch import save_file
-from timm.models.vision_transformer import Block, VisionTransformer
+from timm.models.vision_transformer import Block
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "crates" / "calibra-models" / "tests" / "fixtures" / "retfound"
@@ -56,9 +57,17 @@ WIDTH, DEPTH, HEADS, PATCH, IMG, MLP_RATIO = 32, 2, 4, 8, 32, 4
 DECODER_WIDTH = 16
 
 
-def retfound_mae(global_pool: bool) -> VisionTransformer:
-    """RETFound's `RETFound_mae(global_pool=...)` at this script's size (see the module doc)."""
-    model = VisionTransformer(
+def load_retfound(path: Path):
+    spec = importlib.util.spec_from_file_location("retfound_models_vit", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def retfound_mae(rf, global_pool: bool):
+    """RETFound's `VisionTransformer` with its `RETFound_mae` options, at this script's size."""
+    return rf.VisionTransformer(
         img_size=IMG,
         patch_size=PATCH,
         embed_dim=WIDTH,
@@ -68,22 +77,13 @@ def retfound_mae(global_pool: bool) -> VisionTransformer:
         qkv_bias=True,
         norm_layer=partial(nn.LayerNorm, eps=1e-6),
         num_classes=3,
-    )
-    if global_pool:
-        model.fc_norm = nn.LayerNorm(WIDTH, eps=1e-6)
-        del model.norm
-    return model.eval()
+        global_pool=global_pool,
+    ).eval()
 
 
-def retfound_features(model: VisionTransformer, x: torch.Tensor, global_pool: bool) -> torch.Tensor:
-    """RETFound's `forward_features` (see the module doc)."""
-    tokens = model.patch_embed(x)
-    tokens = torch.cat((model.cls_token.expand(x.shape[0], -1, -1), tokens), dim=1) + model.pos_embed
-    for block in model.blocks:
-        tokens = block(tokens)
-    if global_pool:
-        return model.fc_norm(tokens[:, 1:, :].mean(dim=1))
-    return model.norm(tokens)[:, 0]
+def retfound_features(model, x: torch.Tensor) -> torch.Tensor:
+    """RETFound's `forward_features` ([B, 1, D] with global pooling, squeezed as its notebook does)."""
+    return model.forward_features(x).reshape(x.shape[0], -1)
 
 
 def randomise(named: dict, seed: int) -> dict:
@@ -140,12 +140,15 @@ def timm_as_converted(state: dict, global_pool: str) -> torch.Tensor:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--retfound-models-vit", type=Path, required=True, help="RETFound's models_vit.py")
+    rf = load_retfound(parser.parse_args().retfound_models_vit)
     FIX.mkdir(parents=True, exist_ok=True)
     x = torch.randn(2, 3, IMG, IMG, generator=torch.Generator().manual_seed(11))
 
     # The pre-training checkpoint: the encoder with its final norm (a token-pooling timm ViT's
     # parameters, head excluded), plus the MAE decoder.
-    encoder_names = {k: v for k, v in retfound_mae(False).state_dict().items() if not k.startswith("head.")}
+    encoder_names = {k: v for k, v in retfound_mae(rf, False).state_dict().items() if not k.startswith("head.")}
     encoder = randomise(encoder_names, 1)
     pretrain = {**encoder, **mae_decoder(2)}
     torch.save(
@@ -162,18 +165,18 @@ def main() -> None:
     golden = {"pixel_values": x}
     with torch.no_grad():
         for pool, name in [(True, "pretrain_avg"), (False, "pretrain_token")]:
-            model = retfound_mae(pool)
+            model = retfound_mae(rf, pool)
             msg = model.load_state_dict(pretrain, strict=False)
             expected_missing = {"head.weight", "head.bias"} | ({"fc_norm.weight", "fc_norm.bias"} if pool else set())
             assert set(msg.missing_keys) == expected_missing, msg.missing_keys
-            golden[name] = retfound_features(model, x, pool)
+            golden[name] = retfound_features(model, x)
 
         # Fine-tuned with global pooling: its own fc_norm and head, no norm.
-        finetuned_model = retfound_mae(True)
+        finetuned_model = retfound_mae(rf, True)
         finetuned = randomise(dict(finetuned_model.state_dict()), 3)
         torch.save({"model": finetuned, "epoch": 9}, FIX / "finetuned.pth")
         assert not finetuned_model.load_state_dict(finetuned, strict=False).missing_keys
-        golden["finetuned_avg"] = retfound_features(finetuned_model, x, True)
+        golden["finetuned_avg"] = retfound_features(finetuned_model, x)
 
         # The conversion's claim: timm's own pooling options compute RETFound's features.
         kept = {k: v for k, v in encoder.items() if not k.startswith("norm.")}

@@ -5,6 +5,8 @@
 //!   (MedGemma, PaliGemma, transformers' LLaVA) into a standalone one (calibra_models::hf::vision_tower);
 //! - `retfound FILE --out DIR`: a RETFound MAE checkpoint into a timm ViT directory that computes
 //!   RETFound's feature (calibra_models::timm::retfound);
+//! - `panderm FILE --out DIR`: a PanDerm checkpoint (its own CAE-style ViT) into a timm ViT directory
+//!   that computes PanDerm's linear-probing feature (calibra_models::timm::panderm);
 //! - `biovil FILE --out DIR`: BioViL's image model (hi-ml-multimodal) into a timm ResNet directory
 //!   (calibra_models::resnet::biovil).
 
@@ -14,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
 use calibra_models::hf::vision_tower::{PreprocessorNote, extract_vision_tower};
 use calibra_models::resnet::biovil::{BIOVIL_CROP, BIOVIL_RESIZE, convert_biovil};
+use calibra_models::timm::panderm::convert_panderm;
 use calibra_models::timm::retfound::{FcNormSource, RetfoundPool, convert_retfound};
 
 #[derive(Debug, clap::Args)]
@@ -37,6 +40,10 @@ pub enum ConvertKind {
     /// fine-tuned with RETFound's code) into a timm ViT directory whose feature is RETFound's:
     /// `fc_norm` of the mean patch token (its default `--global_pool`), or the class token.
     Retfound(RetfoundArgs),
+    /// A PanDerm checkpoint (`panderm_ll_data6_checkpoint-499.pth`, `panderm_bb_…`: PanDerm's own
+    /// CAE-style ViT with q/v biases and LayerScale) into a timm ViT directory whose feature is
+    /// PanDerm's linear-probing one (the class token after the final norm).
+    Panderm(PandermArgs),
     /// BioViL's image model (`biovil_image_resnet50_proj_size_128.pt`, hi-ml-multimodal's
     /// `ImageModel` state dict) into a timm ResNet-50 directory whose feature is BioViL's image
     /// embedding, with BioViL's preprocessing (resize 512, centre crop 480, no normalisation).
@@ -69,6 +76,23 @@ pub struct RetfoundArgs {
     /// The feature.
     #[arg(long, value_enum, default_value = "avg")]
     pub pool: RetfoundPoolArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PandermArgs {
+    /// The checkpoint (`.pth`).
+    #[arg(value_name = "FILE")]
+    pub source: PathBuf,
+    /// The checkpoint directory to write (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The entry that holds the weights (default: the top level, else `model`, else `state_dict`).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Attention heads (not stored in the checkpoint; default width / 64: 16 for PanDerm-Large, 12
+    /// for PanDerm-Base).
+    #[arg(long, value_name = "N")]
+    pub num_heads: Option<usize>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -146,6 +170,7 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
         ConvertKind::OpenaiClip(a) => openai_clip(a),
         ConvertKind::VisionTower(a) => vision_tower(a),
         ConvertKind::Retfound(a) => retfound(a),
+        ConvertKind::Panderm(a) => panderm(a),
         ConvertKind::Biovil(a) => biovil(a),
     }
 }
@@ -201,6 +226,42 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
     println!(
         "  preprocess: bicubic resize, centre crop {} px, ImageNet mean/std (RETFound's eval transform)",
         done.img_size
+    );
+    println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
+    Ok(())
+}
+
+fn panderm(a: &PandermArgs) -> Result<()> {
+    eprintln!("reading {} ...", a.source.display());
+    let done = convert_panderm(&a.source, &a.out, a.key.as_deref(), a.num_heads)?;
+    println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
+    print_source(&a.source, &done.source_sha256, &done.entry, &None);
+    println!(
+        "  architecture: ViT with LayerScale, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}; {} parameters",
+        done.img_size,
+        done.patch_size,
+        done.embed_dim,
+        done.depth,
+        done.num_heads,
+        if a.num_heads.is_none() { " (width / 64)" } else { "" },
+        done.mlp_hidden,
+        done.parameters
+    );
+    println!("  feature: the class token after the final norm (PanDerm's linear probe)");
+    if done.pos_embed_computed {
+        println!("  pos_embed: not in the checkpoint; PanDerm's fixed sin-cos table for 224 px computed");
+    }
+    if done.ignored > 0 {
+        println!(
+            "  ignored, as PanDerm's strict=False load ignores them: {} name(s) its ViT does not have (e.g. {})",
+            done.ignored,
+            done.ignored_examples.join(", ")
+        );
+    }
+    println!(
+        "  preprocess: bilinear resize to 256, centre crop 224, mean {:?}, std {:?} (PanDerm's eval transform)",
+        calibra_models::timm::panderm::PANDERM_MEAN,
+        calibra_models::timm::panderm::PANDERM_STD
     );
     println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
     Ok(())

@@ -16,6 +16,7 @@ use calibra_models::encoder::Encoder;
 use calibra_models::hf::vision_tower::extract_vision_tower;
 use calibra_models::lora::peft::PeftAdapter;
 use calibra_models::resnet::biovil::convert_biovil;
+use calibra_models::timm::panderm::convert_panderm;
 use calibra_models::timm::retfound::{RetfoundPool, convert_retfound};
 use calibra_testkit::sorted_names;
 use proptest::prelude::*;
@@ -251,25 +252,28 @@ proptest! {
         prop_assert_eq!(left, 0);
     }
 
-    /// `calibra convert retfound` and `calibra convert biovil` on mutated `.pth`/`.pt` files (pickles
+    /// `calibra convert retfound`, `panderm` and `biovil` on mutated `.pth`/`.pt` files (pickles
     /// with nested entries, an `argparse.Namespace`, BatchNorm counters): a converted directory or an
     /// error, and no staging directory left either way.
     #[test]
     fn mutated_retfound_and_biovil_checkpoints_never_panic(
-        which in 0..3usize,
+        which in 0..4usize,
         mutations in proptest::collection::vec(mutation(), 1..4),
         near_start in any::<bool>(),
     ) {
-        let seed = read(["retfound/mae_pretrain.pth", "retfound/finetuned.pth", "biovil/image_model.pt"][which]);
+        let seed = read(
+            ["retfound/mae_pretrain.pth", "retfound/finetuned.pth", "biovil/image_model.pt", "panderm/checkpoint.pth"]
+                [which],
+        );
         let focus = if near_start { 1024 } else { seed.len() };
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("ck.pth");
         std::fs::write(&source, mutate(&seed, &mutations, focus)).unwrap();
         let out = dir.path().join("out");
-        let converted = if which == 2 {
-            convert_biovil(&source, &out, None).is_ok()
-        } else {
-            convert_retfound(&source, &out, None, Some(4), RetfoundPool::Avg).is_ok()
+        let converted = match which {
+            2 => convert_biovil(&source, &out, None).is_ok(),
+            3 => convert_panderm(&source, &out, None, Some(4)).is_ok(),
+            _ => convert_retfound(&source, &out, None, Some(4), RetfoundPool::Avg).is_ok(),
         };
         prop_assert_eq!(out.is_dir(), converted);
         let left = sorted_names(dir.path()).into_iter().filter(|n| n.starts_with('.')).count();

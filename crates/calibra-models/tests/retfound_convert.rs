@@ -1,5 +1,5 @@
 //! RETFound's MAE checkpoints converted by `calibra_models::timm::retfound::convert_retfound`, against
-//! RETFound's own model and loading code (restated in scripts/golden/encoders_retfound.py, which
+//! RETFound's own model and loading code (scripts/golden/encoders_retfound.py runs its models_vit.py and
 //! writes tests/fixtures/retfound/): the encoder's feature within 1e-4 of RETFound's
 //! `forward_features`, for the pre-training checkpoint with global pooling (fresh `fc_norm`) and with
 //! the class token, and for a fine-tuned checkpoint (its own `fc_norm`).

@@ -55,6 +55,14 @@ pub fn is_float(dtype: DType) -> bool {
     matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
 }
 
+/// `message` cut to its first 400 characters (the reader's errors can list every key of a file).
+fn shortened(message: &str) -> String {
+    match message.char_indices().nth(400) {
+        Some((end, _)) => format!("{} …", &message[..end]),
+        None => message.to_string(),
+    }
+}
+
 /// The weights of a PyTorch checkpoint file, found and unwrapped.
 pub struct TorchStateDict {
     path: PathBuf,
@@ -90,6 +98,7 @@ impl TorchStateDict {
                     ),
                 )
             } else {
+                let e = shortened(&e.to_string());
                 match key {
                     Some(k) => {
                         invalid(path, format!("cannot read the entry '{k}' as a PyTorch state dict: {e}"))
@@ -103,11 +112,17 @@ impl TorchStateDict {
             let names = reader.keys();
             let unwrapped: Vec<String> =
                 names.iter().map(|n| n.strip_prefix("module.").unwrap_or(n).to_string()).collect();
-            if !top_level_ok(&unwrapped)
-                && let Some(k) = nested.iter().find(|k| names.iter().any(|n| n.starts_with(&format!("{k}."))))
-            {
-                reader = read(Some(k)).map_err(|e| invalid(path, format!("reading the entry '{k}': {e}")))?;
-                entry = Some(k.to_string());
+            if !top_level_ok(&unwrapped) {
+                // The first candidate entry that reads as a nested state dict (a flat name such as
+                // `teacher.blocks.0.…` is not one: the reader refuses it, and the top level stays).
+                let found = nested
+                    .iter()
+                    .filter(|k| names.iter().any(|n| n.starts_with(&format!("{k}."))))
+                    .find_map(|k| read(Some(k)).ok().map(|r| (k, r)));
+                if let Some((k, nested_reader)) = found {
+                    reader = nested_reader;
+                    entry = Some(k.to_string());
+                }
             }
         }
         let names = reader.keys();
@@ -182,6 +197,15 @@ mod tests {
         assert_eq!(safetensors_dtype(DType::F16), Some(Dtype::F16));
         assert_eq!(safetensors_dtype(DType::I64), Some(Dtype::I64));
         assert!(is_float(DType::BF16) && !is_float(DType::I64));
+    }
+
+    #[test]
+    fn long_reader_errors_are_shortened() {
+        assert_eq!(shortened("short"), "short");
+        let long = "é".repeat(1000);
+        let cut = shortened(&long);
+        assert_eq!(cut.chars().count(), 402);
+        assert!(cut.ends_with(" …"));
     }
 
     #[test]

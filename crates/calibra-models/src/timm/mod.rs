@@ -10,7 +10,9 @@
 //! `fc_norm`-ed feature. The classifier `head` is not loaded.
 
 pub mod config;
+pub mod panderm;
 pub mod retfound;
+pub mod vit_checkpoint;
 pub mod write_dir;
 
 use std::path::Path;

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::vit_checkpoint::{ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
 use super::write_dir::publish_timm_dir;
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
@@ -138,56 +139,7 @@ fn role(name: &str, pool: RetfoundPool, depth: usize, qkv_bias: bool) -> Option<
     }
 }
 
-/// The architecture of the checkpoint, read off its shapes.
-struct Shape {
-    embed_dim: usize,
-    patch: usize,
-    depth: usize,
-    mlp_hidden: usize,
-    qkv_bias: bool,
-    grid: usize,
-}
-
 const WHAT: &str = "a RETFound (MAE ViT) state dict";
-
-fn read_shape(state: &TorchStateDict) -> Result<Shape, ModelError> {
-    let path = state.path();
-    let patch_w = state.required("patch_embed.proj.weight", 4, WHAT)?;
-    let (embed_dim, patch) = (patch_w[0], patch_w[3]);
-    if patch_w[1] != 3 || patch_w[2] != patch {
-        return Err(invalid(
-            path,
-            format!("'patch_embed.proj.weight' has shape {patch_w:?}: expected [width, 3, patch, patch]"),
-        ));
-    }
-    let cls = state.required("cls_token", 3, WHAT)?;
-    if cls != [1, 1, embed_dim] {
-        return Err(invalid(path, format!("'cls_token' has shape {cls:?}, expected [1, 1, {embed_dim}]")));
-    }
-    let pos = state.required("pos_embed", 3, WHAT)?;
-    let tokens = pos[1];
-    let grid = ((tokens.saturating_sub(1)) as f64).sqrt().round() as usize;
-    if pos[0] != 1 || pos[2] != embed_dim || grid == 0 || grid * grid + 1 != tokens {
-        return Err(invalid(
-            path,
-            format!(
-                "'pos_embed' has shape {pos:?}: expected [1, 1 + n·n, {embed_dim}] (a class token and a \
-                 square grid of patches)"
-            ),
-        ));
-    }
-    let names: Vec<String> = state.iter().map(|(n, _)| n.to_string()).collect();
-    let mut depth = 0;
-    while names.iter().any(|n| n.starts_with(&format!("blocks.{depth}."))) {
-        depth += 1;
-    }
-    if depth == 0 {
-        return Err(invalid(path, format!("no 'blocks.0.*' weights: not {WHAT}")));
-    }
-    let fc1 = state.required("blocks.0.mlp.fc1.weight", 2, WHAT)?;
-    let qkv_bias = state.get("blocks.0.attn.qkv.bias").is_some();
-    Ok(Shape { embed_dim, patch, depth, mlp_hidden: fc1[0], qkv_bias, grid })
-}
 
 /// Converts the RETFound checkpoint `source` into a timm checkpoint directory `out` (which must not
 /// exist). `key`: the entry holding the weights (default: the top level, else `model`, else
@@ -216,45 +168,17 @@ pub fn convert_retfound(
                 .into(),
         });
     }
-    let shape = read_shape(&state)?;
-    let heads = match num_heads {
-        Some(h) => h,
-        None if shape.embed_dim >= 64 && shape.embed_dim.is_multiple_of(64) => shape.embed_dim / 64,
-        None => {
-            return Err(invalid(
-                source,
-                format!(
-                    "the width {} is not a multiple of 64, so the head count cannot be defaulted to \
-                     width / 64: pass --num-heads",
-                    shape.embed_dim
-                ),
-            ));
-        }
-    };
-    if heads == 0 || !shape.embed_dim.is_multiple_of(heads) {
-        return Err(ModelError::Input(format!(
-            "--num-heads {heads}: must divide the width {} of {}",
-            shape.embed_dim,
-            source.display()
-        )));
-    }
-    let mlp_ratio = shape.mlp_hidden as f64 / shape.embed_dim as f64;
-    if (shape.embed_dim as f64 * mlp_ratio) as usize != shape.mlp_hidden {
-        return Err(invalid(
-            source,
-            format!(
-                "the MLP width {} is not int(width · ratio) for any ratio timm would store",
-                shape.mlp_hidden
-            ),
-        ));
-    }
+    let names: Vec<String> = state.iter().map(|(n, _)| n.to_string()).collect();
+    let shape = read_vit_shape(&|n| state.get(n), &names, source, WHAT, None)?;
+    let qkv_bias = state.get("blocks.0.attn.qkv.bias").is_some();
+    let heads = head_count(shape.embed_dim, num_heads, source)?;
 
     let mut tensors: Vec<(String, Owned)> = Vec::new();
     let mut dropped: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut parameters = 0u64;
     for (name, tensor) in state.iter() {
-        match role(name, pool, shape.depth, shape.qkv_bias) {
+        match role(name, pool, shape.depth, qkv_bias) {
             Some(Role::Keep) => {
                 if !is_float(tensor.dtype()) {
                     return Err(invalid(
@@ -305,40 +229,19 @@ pub fn convert_retfound(
     };
     tensors.sort_by(|a, b| a.0.cmp(&b.0));
 
-    let img_size = shape.grid * shape.patch;
-    let crop_pct = if img_size <= 224 { 224.0 / 256.0 } else { 1.0 };
+    let img_size = shape.img_size();
+    let preprocess = ViTPreprocess {
+        interpolation: "bicubic",
+        crop_pct: if img_size <= 224 { 224.0 / 256.0 } else { 1.0 },
+        mean: IMAGENET_MEAN,
+        std: IMAGENET_STD,
+    };
     let global_pool = match pool {
         RetfoundPool::Avg => "avg",
         RetfoundPool::Token => "token",
     };
-    let config = json!({
-        "architecture": "vit_large_patch16_224",
-        "num_classes": 0,
-        "num_features": shape.embed_dim,
-        "global_pool": global_pool,
-        "model_args": {
-            "img_size": img_size,
-            "patch_size": shape.patch,
-            "embed_dim": shape.embed_dim,
-            "depth": shape.depth,
-            "num_heads": heads,
-            "mlp_ratio": mlp_ratio,
-            "qkv_bias": shape.qkv_bias,
-            "global_pool": global_pool,
-            "num_classes": 0,
-        },
-        "pretrained_cfg": {
-            "input_size": [3, img_size, img_size],
-            "interpolation": "bicubic",
-            "crop_pct": crop_pct,
-            "crop_mode": "center",
-            "mean": IMAGENET_MEAN,
-            "std": IMAGENET_STD,
-            "num_classes": 0,
-            "first_conv": "patch_embed.proj",
-            "classifier": "head",
-        },
-    });
+    let config =
+        timm_vit_config(&shape, heads, global_pool, json!({ "qkv_bias": qkv_bias }), &preprocess, source)?;
     let source_sha256 = hex(&file_sha256(source)?);
     publish_timm_dir(out, &config, &tensors, source, "a timm ViT")?;
     Ok(ConvertedRetfound {
@@ -351,7 +254,7 @@ pub fn convert_retfound(
         patch_size: shape.patch,
         img_size,
         mlp_hidden: shape.mlp_hidden,
-        qkv_bias: shape.qkv_bias,
+        qkv_bias,
         pool,
         fc_norm,
         dropped,
