@@ -172,8 +172,8 @@ impl Encoder {
     /// Writes `dir/config.json` (the loaded config, unchanged) and `dir/model.safetensors` in
     /// the Hugging Face layout (names as `save_pretrained` writes them). Creates `dir`. A ResNet is
     /// written in the layout it was loaded from (transformers or timm names), BatchNorm running
-    /// statistics and `num_batches_tracked` included; a classifier (`classifier.1`, timm `fc`) is not
-    /// written.
+    /// statistics and `num_batches_tracked` included; a timm ViT in timm's (`save_for_hf`) names,
+    /// `qkv` fused; a classifier (`classifier.1`, timm `fc` / `head`) is not written.
     pub fn save_pretrained(&self, dir: &Path) -> Result<(), ModelError> {
         std::fs::create_dir_all(dir).map_err(|source| ModelError::Io { path: dir.into(), source })?;
         let cfg_path = dir.join("config.json");
@@ -199,15 +199,7 @@ impl Encoder {
                     supported: "vit, deit, dinov2, dinov2_with_registers".into(),
                 })
             }
-            // Writing timm's layout back would need the q/k/v re-fused into `qkv`.
-            EncoderModel::TimmVit(_) => Err(ModelError::UnsupportedConfig {
-                path: self.config.path.clone(),
-                message: format!(
-                    "saving a timm checkpoint ({}) is not implemented (its fused qkv would have to be \
-                     re-assembled); the loaded file is unchanged and can be reused as is",
-                    self.config.str_or("architecture", "timm")?
-                ),
-            }),
+            EncoderModel::TimmVit(m) => m.save(&weights),
             EncoderModel::ResNet(m) => m.save(&weights),
         }
     }

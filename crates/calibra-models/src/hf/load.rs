@@ -261,23 +261,43 @@ fn load_from_store<M: ModuleSnapshot>(
     Ok(LoadSummary { applied: result.applied.len(), ignored })
 }
 
-/// Saves `module` to `path` in the Hugging Face layout: PyTorch tensor layout
-/// (`BurnToPyTorchAdapter`: Linear transposed back to `[out, in]`, norms `weight`/`bias`) and
-/// file names from [`KeyMap::to_hf`]; metadata `format = "pt"` as transformers expects.
-/// Overwrites an existing file atomically.
-pub fn save_safetensors<M: ModuleSnapshot>(module: &M, path: &Path, map: &KeyMap) -> Result<(), ModelError> {
+/// A store that writes `module` in the Hugging Face layout: PyTorch tensor layout
+/// (`BurnToPyTorchAdapter`: Linear transposed back to `[out, in]`, norms `weight`/`bias`), file names
+/// from [`KeyMap::to_hf`], metadata `format = "pt"` as transformers expects.
+fn hf_layout_store<M: ModuleSnapshot>(
+    module: &M,
+    store: SafetensorsStore,
+    map: &KeyMap,
+) -> Result<SafetensorsStore, ModelError> {
     let names: Vec<String> = module
         .collect(None, Some(Box::new(BurnToPyTorchAdapter)), true)
         .into_iter()
         .map(|t| t.name)
         .collect();
     let pairs: BTreeMap<String, String> = names.iter().map(|n| (n.clone(), map.to_hf(n))).collect();
-    let mut store = SafetensorsStore::from_file(path)
+    Ok(store
         .with_to_adapter(BurnToPyTorchAdapter)
         .skip_enum_variants(true)
         .remap(exact_remapper(&pairs)?)
         .clear_metadata()
-        .metadata("format", "pt")
-        .overwrite(true);
+        .metadata("format", "pt"))
+}
+
+/// Saves `module` to `path` in the Hugging Face layout ([`hf_layout_store`]). Overwrites an
+/// existing file atomically.
+pub fn save_safetensors<M: ModuleSnapshot>(module: &M, path: &Path, map: &KeyMap) -> Result<(), ModelError> {
+    let mut store = hf_layout_store(module, SafetensorsStore::from_file(path), map)?.overwrite(true);
     module.save_into(&mut store).map_err(|e| store_err(path, e))
+}
+
+/// The bytes [`save_safetensors`] would write, in memory (for a caller that rewrites them; `path`
+/// names the destination in errors).
+pub fn save_safetensors_bytes<M: ModuleSnapshot>(
+    module: &M,
+    map: &KeyMap,
+    path: &Path,
+) -> Result<Vec<u8>, ModelError> {
+    let mut store = hf_layout_store(module, SafetensorsStore::from_bytes(None), map)?;
+    module.save_into(&mut store).map_err(|e| store_err(path, e))?;
+    store.get_bytes().map_err(|e| store_err(path, e))
 }

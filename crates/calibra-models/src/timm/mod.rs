@@ -7,7 +7,8 @@
 //! into calibra's `q_proj` / `k_proj` / `v_proj` at load (rows `0..d`, `d..2d`, `2d..3d`, the order
 //! of timm's `reshape(B, N, 3, heads, head_dim)`). The probe feature ([`TimmVit::forward`]'s `cls`)
 //! is timm's `forward_head(forward_features(x), pre_logits=True)`: the pooled (`global_pool`),
-//! `fc_norm`-ed feature. The classifier `head` is not loaded.
+//! `fc_norm`-ed feature. The classifier `head` is not loaded. [`TimmVit::save`] writes timm's layout
+//! back (`q`/`k`/`v` re-fused by [`fuse_qkv`]), for full fine-tuning.
 
 pub mod config;
 pub mod panderm;
@@ -26,7 +27,7 @@ pub use config::{TimmPool, TimmVitConfig, is_timm_config, supported_architecture
 
 use crate::encoder_output::EncoderOutput;
 use crate::error::ModelError;
-use crate::hf::load::{check_fits_file, load_safetensors_bytes};
+use crate::hf::load::{check_fits_file, load_safetensors_bytes, save_safetensors_bytes};
 use crate::hf::{HfConfig, KeyMap, LoadOptions};
 use crate::layers::{PatchEmbedding, PatchEmbeddingConfig, TransformerBlock, TransformerBlockConfig};
 
@@ -115,6 +116,15 @@ impl TimmVit {
         let mut m = cfg.init(device);
         load_safetensors_bytes(&mut m, split, weights, &timm_vit_key_map(), &LoadOptions::default())?;
         Ok((m, cfg))
+    }
+
+    /// Writes the weights to `path` in timm's layout (the names `save_for_hf` writes; `q`/`k`/`v`
+    /// re-fused into `attn.qkv`, rows in that order), atomically. Only the encoder: no `head`.
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let split = save_safetensors_bytes(self, &timm_vit_key_map(), path)?;
+        let fused = fuse_qkv(&split, path)?;
+        calibra_core::write_bytes_atomically(path, &fused)
+            .map_err(|source| ModelError::Io { path: path.into(), source })
     }
 
     /// Number of class + register tokens.
@@ -316,4 +326,52 @@ pub fn split_fused_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError>
         }
     }
     safetensors::serialize(views, None).map_err(|e| store_err(e.to_string()))
+}
+
+/// The inverse of [`split_fused_qkv`]: every `blocks.{i}.attn.{q,k,v}.weight|bias` triple becomes
+/// `blocks.{i}.attn.qkv.weight|bias` (the rows of q, then k, then v, bytes copied unchanged); other
+/// tensors are kept. A triple with a part missing, or parts of different types or trailing shapes,
+/// is an error naming it.
+pub fn fuse_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError> {
+    let store_err = |m: String| ModelError::Store { path: path.into(), message: m };
+    let st = SafeTensors::deserialize(bytes).map_err(|e| store_err(e.to_string()))?;
+    let part_of = |name: &str| -> Option<(String, String, usize)> {
+        let rest = name.strip_prefix("blocks.")?;
+        let (i, rest) = rest.split_once('.')?;
+        let rest = rest.strip_prefix("attn.")?;
+        let (part, kind) = rest.split_once('.')?;
+        let j = ["q", "k", "v"].iter().position(|p| *p == part)?;
+        (i.parse::<usize>().is_ok() && (kind == "weight" || kind == "bias"))
+            .then(|| (i.to_string(), kind.to_string(), j))
+    };
+    let mut fused: std::collections::BTreeMap<String, [Option<safetensors::tensor::TensorView<'_>>; 3]> =
+        Default::default();
+    let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (name, t) in st.tensors() {
+        match part_of(&name) {
+            Some((i, kind, j)) => {
+                fused.entry(format!("blocks.{i}.attn.qkv.{kind}")).or_default()[j] = Some(t)
+            }
+            None => owned.push((name, t.dtype(), t.shape().to_vec(), t.data().to_vec())),
+        }
+    }
+    for (name, parts) in fused {
+        let [Some(q), Some(k), Some(v)] = parts else {
+            return Err(store_err(format!("'{name}': one of its q, k, v parts is missing")));
+        };
+        if [&k, &v].iter().any(|p| p.dtype() != q.dtype() || p.shape() != q.shape()) || q.shape().is_empty() {
+            return Err(store_err(format!("'{name}': its q, k, v parts differ in type or shape")));
+        }
+        let mut shape = q.shape().to_vec();
+        shape[0] *= 3;
+        let data = [q.data(), k.data(), v.data()].concat();
+        owned.push((name, q.dtype(), shape, data));
+    }
+    owned.sort_by(|a, b| a.0.cmp(&b.0));
+    let views: Vec<(String, RawView<'_>)> = owned
+        .iter()
+        .map(|(n, dtype, shape, data)| (n.clone(), RawView { dtype: *dtype, shape: shape.clone(), data }))
+        .collect();
+    let metadata = Some(std::collections::HashMap::from([("format".to_string(), "pt".to_string())]));
+    safetensors::serialize(views, metadata).map_err(|e| store_err(e.to_string()))
 }

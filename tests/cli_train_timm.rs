@@ -1,0 +1,69 @@
+//! `calibra train --regime full` on a timm ViT: RETFound's tiny MAE checkpoint (calibra-models'
+//! fixture), converted by `calibra convert retfound`, fine-tunes end to end and its saved model is a
+//! timm checkpoint (`save_for_hf` names, `attn.qkv` fused) that reloads with the trained weights.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use calibra_models::EncoderModel;
+use common::calibra;
+
+fn qkv(dir: &Path) -> Vec<f32> {
+    match calibra_models::Encoder::load_dir(dir, &Device::flex()).unwrap().model {
+        EncoderModel::TimmVit(m) => {
+            m.blocks[0].attn.q_proj.base.weight.val().into_data().try_to_vec::<f32>().unwrap()
+        }
+        _ => panic!("{} did not load as a timm ViT", dir.display()),
+    }
+}
+
+#[test]
+fn full_fine_tuning_of_a_converted_retfound_saves_a_timm_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ck = tmp.path().join("retfound");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/calibra-models/tests/fixtures/retfound/mae_pretrain.pth");
+    let run = calibra(&[
+        "convert",
+        "retfound",
+        source.to_str().unwrap(),
+        "--out",
+        ck.to_str().unwrap(),
+        "--num-heads",
+        "4",
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let store = tmp.path().join("store");
+    let out = calibra(&[
+        "train",
+        "--encoder",
+        ck.to_str().unwrap(),
+        "--data",
+        "synth:fundus?n=48&size=40",
+        "--regime",
+        "full",
+        "--epochs",
+        "1",
+        "--lr",
+        "1e-3",
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(fits.len(), 1);
+    let model = fits[0].join("model");
+    assert!(model.join("classifier.safetensors").is_file());
+
+    // timm's names, qkv fused, no classifier in the encoder file.
+    let bytes = fs::read(model.join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let names = st.names();
+    assert!(names.contains(&"blocks.0.attn.qkv.weight") && names.contains(&"fc_norm.weight"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("q_proj") || n.starts_with("head.")), "{names:?}");
+    assert_ne!(qkv(&ck), qkv(&model), "full fine-tuning moves the attention weights");
+}
