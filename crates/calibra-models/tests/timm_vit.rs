@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use calibra_models::encoder::{Encoder, EncoderModel};
-use calibra_models::error::ModelError;
 
 mod common;
 use common::{copy_with_config, load_err, max_abs_diff, read_tensors};
