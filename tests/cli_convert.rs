@@ -89,6 +89,22 @@ fn a_multimodal_vision_tower_is_extracted_and_serves_as_an_encoder() {
     let width = feature_width(&ck, "synth:chest?n=24&size=28", &tmp.path().join("f.safetensors"));
     assert_eq!(width, 32, "the tower's width");
 
+    // With MedGemma's projector, the feature is the decoder's input width (16 in the tiny model).
+    let stack = tmp.path().join("tiny-medgemma-stack");
+    let run = calibra(&[
+        "convert",
+        "vision-tower",
+        source.to_str().unwrap(),
+        "--out",
+        stack.to_str().unwrap(),
+        "--projector",
+    ]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("mean of the 4 projected image tokens, 16 wide"), "{stdout}");
+    let width = feature_width(&stack, "synth:chest?n=24&size=28", &tmp.path().join("p.safetensors"));
+    assert_eq!(width, 16, "the decoder's width");
+
     // The multimodal directory itself is refused with the command that helps.
     let run = calibra(&[
         "features",

@@ -19,7 +19,10 @@ Writes, under crates/calibra-models/tests/fixtures/vision_towers/:
   key and gives the same outputs.
 - gemma3_golden.json: inputs (images already normalised, `[2, 3, 16, 16]`) and the tower's outputs,
   `model.model.vision_tower(pixel_values).last_hidden_state` and its mean over tokens (the feature a
-  SigLIP tower without its head gives in calibra).
+  SigLIP tower without its head gives in calibra); `projected`, the image tokens after MedGemma's
+  multimodal projector (`model.model.get_image_features(pixel_values).pooler_output`, `[2, 4, 16]`:
+  average-pooled to `mm_tokens_per_image` = 4 tokens, Gemma RMSNorm, projection to the decoder's
+  width), and `projected_mean`, their mean over tokens (calibra's feature with `--projector`).
 - llava/: a tiny random `LlavaForConditionalGeneration` (transformers' LLaVA layout, a CLIP vision
   tower: 16 px, patch 4, width 32, 2 layers; a 1-layer Llama decoder) as `save_pretrained` writes it,
   with a `CLIPImageProcessor` config, and llava_golden.json: the same images through its tower,
@@ -144,6 +147,11 @@ def main() -> None:
     g = torch.Generator().manual_seed(17)
     images = torch.randn(2, 3, 16, 16, generator=g)
     last = tower_outputs(model, images)
+    with torch.no_grad():
+        # MedGemma's vision stack up to its generative interface: the tower, then
+        # Gemma3MultiModalProjector (average pool to mm_tokens_per_image tokens, Gemma RMSNorm, projection).
+        projected = model.model.get_image_features(pixel_values=images).pooler_output
+    assert projected.shape == (2, 4, 16)
     for layout in (sharded, legacy):
         reloaded, info = Gemma3ForConditionalGeneration.from_pretrained(layout, output_loading_info=True)
         missing = [k for k in info["missing_keys"] if "vision" in k or k.startswith("model.")]
@@ -156,6 +164,8 @@ def main() -> None:
         "images": f32(images),
         "last_hidden_state": f32(last),
         "mean_tokens": f32(last.mean(dim=1)),
+        "projected": f32(projected),
+        "projected_mean": f32(projected.mean(dim=1)),
     }
     with open(FIX / "gemma3_golden.json", "w") as f:
         json.dump(golden, f, separators=(",", ":"), ensure_ascii=True)

@@ -117,6 +117,10 @@ pub struct VisionTowerArgs {
     /// The checkpoint directory to write (must not exist).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Keep Gemma 3's multimodal projector (MedGemma): the feature becomes the mean of the image
+    /// tokens at the decoder's input (CRS-Bench's MedGemma representation). Frozen features only.
+    #[arg(long)]
+    pub projector: bool,
 }
 
 /// The image normalisation written into `preprocess_cfg`.
@@ -288,7 +292,7 @@ fn biovil(a: &BiovilArgs) -> Result<()> {
 
 fn vision_tower(a: &VisionTowerArgs) -> Result<()> {
     eprintln!("reading {} ...", a.source.display());
-    let done = extract_vision_tower(&a.source, &a.out)?;
+    let done = extract_vision_tower(&a.source, &a.out, a.projector)?;
     println!("wrote {} (a {} checkpoint directory)", done.out.display(), done.tower_model_type);
     println!(
         "  from the {} checkpoint {}: {} tensors ({} parameters) under '{}', read from {} weight file(s)",
@@ -309,7 +313,19 @@ fn vision_tower(a: &VisionTowerArgs) -> Result<()> {
             "  note: the checkpoint has no preprocessor_config.json; add the tower's own before `calibra features`"
         ),
     }
-    println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
+    match done.projector {
+        Some((tokens, width)) => {
+            println!(
+                "  with Gemma 3's multimodal projector: the feature is the mean of the {tokens} projected image \
+                 tokens, {width} wide (the input of the language decoder)"
+            );
+            println!(
+                "use it as --encoder {} (features and probes; fine-tuning needs the tower without --projector)",
+                done.out.display()
+            );
+        }
+        None => println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display()),
+    }
     Ok(())
 }
 

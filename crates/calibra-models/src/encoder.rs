@@ -273,6 +273,13 @@ impl Encoder {
                 let n = last.dims()[1];
                 mean_tokens(last, 1, n)
             }
+            EncoderModel::SiglipVision(m) if m.projector.is_some() => Err(ModelError::UnsupportedConfig {
+                path: self.config.path.clone(),
+                message: "fine-tuning a SigLIP tower with MedGemma's projector ('calibra_projector') is not \
+                          implemented: that directory is for frozen features (CRS-Bench's MedGemma \
+                          representation); for LoRA or full fine-tuning convert the tower without --projector"
+                    .into(),
+            }),
             EncoderModel::SiglipVision(m) => {
                 let last = m.last_hidden_state(images)?;
                 let n = last.dims()[1];

@@ -15,6 +15,7 @@ pub mod bert;
 pub mod dinov2;
 pub mod encoder;
 pub mod encoder_output;
+pub mod gemma3_projector;
 pub mod vit;
 
 // LoRA layers and PEFT adapter IO (written by the lead; keep this line).

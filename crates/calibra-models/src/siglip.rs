@@ -11,6 +11,7 @@ use burn::tensor::ops::AttentionModuleOptions;
 
 use crate::clip::TowerOutput;
 use crate::error::ModelError;
+use crate::gemma3_projector::{Gemma3Projector, Gemma3ProjectorConfig};
 use crate::hf::{HfConfig, KeyMap, LoadOptions, load_safetensors, read_config, resolve_checkpoint};
 use crate::layers::{
     Activation, Mlp, MlpConfig, PatchEmbedding, PatchEmbeddingConfig, TransformerBlock,
@@ -44,6 +45,10 @@ pub struct SiglipVisionConfig {
     /// Whether the attention-pooling head exists [`vision_use_head`, default true].
     #[config(default = true)]
     pub use_head: bool,
+    /// MedGemma's multimodal projector, for a tower directory that carries it (`calibra_projector`,
+    /// [`crate::gemma3_projector`]); the feature is then the mean of the projected tokens.
+    #[config(default = "None")]
+    pub projector: Option<Gemma3ProjectorConfig>,
 }
 
 impl SiglipVisionConfig {
@@ -62,6 +67,17 @@ impl SiglipVisionConfig {
         let image_size = cfg.square_size_or("image_size", 224)?;
         let patch_size = cfg.square_size_or("patch_size", 16)?;
         cfg.check_patch_grid(image_size, patch_size)?;
+        let use_head = cfg.bool_or("vision_use_head", true)?;
+        let projector = Gemma3ProjectorConfig::from_tower_config(cfg)?;
+        if let Some(p) = &projector {
+            if use_head {
+                return Err(cfg.unsupported(
+                    "a projector ('calibra_projector') on a tower with its attention-pooling head \
+                     (vision_use_head): Gemma 3's tower has no head",
+                ));
+            }
+            p.tokens_per_side(image_size / patch_size, cfg)?;
+        }
         Ok(Self {
             d_model,
             n_layers: cfg.size_or("num_hidden_layers", 12)?,
@@ -72,7 +88,8 @@ impl SiglipVisionConfig {
             num_channels: cfg.size_or("num_channels", 3)?,
             layer_norm_eps: cfg.positive_f64_or("layer_norm_eps", 1e-6)?,
             activation,
-            use_head: cfg.bool_or("vision_use_head", true)?,
+            use_head,
+            projector,
         })
     }
 
@@ -108,6 +125,11 @@ impl SiglipVisionConfig {
                 layernorm: norm(),
                 mlp: MlpConfig::new(self.d_model, self.d_hidden, self.activation).init(device),
                 n_heads: self.n_heads,
+            }),
+            projector: self.projector.as_ref().map(|p| {
+                // Validated by `from_hf`; a config built in code gets the same rounding.
+                let t = (p.mm_tokens_per_image as f64).sqrt().round() as usize;
+                p.init(self.d_model, grid, t.max(1), self.layer_norm_eps, device)
             }),
         }
     }
@@ -178,6 +200,8 @@ pub struct SiglipVisionTransformer {
     pub post_layernorm: LayerNorm,
     /// Attention-pooling head (HF `head`), absent when `vision_use_head` is false.
     pub head: Option<SiglipAttentionPoolingHead>,
+    /// MedGemma's multimodal projector (HF `multi_modal_projector`), when the directory carries it.
+    pub projector: Option<Gemma3Projector>,
 }
 
 /// Key table for SigLIP vision checkpoints: transformers 5.x `SiglipVisionModel` names
@@ -210,6 +234,8 @@ pub(crate) fn siglip_vision_rules(mut map: KeyMap, hf: &str, burn: &str) -> Resu
         ("head.probe", "head.probe"),
         ("head.layernorm.", "head.layernorm."),
         ("head.mlp.", "head.mlp."),
+        ("multi_modal_projector.mm_input_projection_weight", "projector.input_projection"),
+        ("multi_modal_projector.mm_soft_emb_norm.weight", "projector.soft_emb_norm"),
     ] {
         map = map.rule(&format!("{hf}{from}"), &format!("{burn}{to}"))?;
     }
@@ -267,6 +293,15 @@ impl SiglipVisionTransformer {
         if gh == 0 || gw == 0 {
             return Err(ModelError::Input(format!("SigLIP vision: image {h}x{w} is smaller than one patch")));
         }
+        if let Some(p) = &self.projector
+            && (gh, gw) != (p.patches_per_side, p.patches_per_side)
+        {
+            return Err(ModelError::Input(format!(
+                "SigLIP vision with MedGemma's projector: image {h}x{w} gives a {gh}x{gw} patch grid; the \
+                 projector pools the native {0}x{0} grid (give images of the tower's image_size)",
+                p.patches_per_side
+            )));
+        }
         let x = self.patch_embedding.forward(images);
         let pos = self.position_embedding.weight.val().unsqueeze_dim::<3>(0); // [1, g², d]
         let g = (pos.dims()[1] as f64).sqrt().round() as usize;
@@ -299,10 +334,16 @@ impl SiglipVisionTransformer {
     }
 
     fn pool_normed(&self, last: Tensor<3>) -> Tensor<2> {
-        match &self.head {
-            Some(head) => head.forward(last),
-            None => last.mean_dim(1).squeeze_dim::<2>(1),
+        match (&self.projector, &self.head) {
+            (Some(projector), _) => projector.pooled(last),
+            (None, Some(head)) => head.forward(last),
+            (None, None) => last.mean_dim(1).squeeze_dim::<2>(1),
         }
+    }
+
+    /// The width of the pooled feature (the projector's output width when there is one).
+    pub fn feature_width(&self) -> usize {
+        self.projector.as_ref().map_or_else(|| self.post_layernorm.gamma.dims()[0], Gemma3Projector::width)
     }
 
     /// The pooled feature of a block output `h: [b, n, d]` (before `post_layernorm`):

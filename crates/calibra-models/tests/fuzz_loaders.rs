@@ -300,7 +300,7 @@ proptest! {
         }
         let dir = checkpoint(json.to_string().as_bytes(), &mutate(&weights, &weights_mutations, focus));
         let out = dir.path().join("out");
-        let extracted = extract_vision_tower(dir.path(), &out).is_ok();
+        let extracted = extract_vision_tower(dir.path(), &out, false).is_ok();
         prop_assert_eq!(out.is_dir(), extracted);
     }
 }

@@ -31,7 +31,7 @@ fn check(layout: &str, prefix: &str, files_read: usize) {
             .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("tower");
-    let done = extract_vision_tower(&fixtures().join(layout), &out).unwrap();
+    let done = extract_vision_tower(&fixtures().join(layout), &out, false).unwrap();
     assert_eq!(done.source_model_type, "gemma3");
     assert_eq!(done.tower_model_type, "siglip_vision_model");
     assert_eq!(done.prefix, prefix);
@@ -79,7 +79,7 @@ fn the_tower_of_a_transformers_4_single_file_matches_transformers() {
 fn what_is_not_a_multimodal_checkpoint_is_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let vit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vit");
-    let e = extract_vision_tower(&vit, &tmp.path().join("a")).unwrap_err().to_string();
+    let e = extract_vision_tower(&vit, &tmp.path().join("a"), false).unwrap_err().to_string();
     assert!(e.contains("vision_config"), "{e}");
 
     // A multimodal config whose tower calibra does not load.
@@ -90,7 +90,7 @@ fn what_is_not_a_multimodal_checkpoint_is_refused_by_name() {
         r#"{"model_type": "idefics3", "vision_config": {"model_type": "idefics3_vision"}}"#,
     )
     .unwrap();
-    let e = extract_vision_tower(&odd, &tmp.path().join("b")).unwrap_err().to_string();
+    let e = extract_vision_tower(&odd, &tmp.path().join("b"), false).unwrap_err().to_string();
     assert!(e.contains("idefics3_vision") && e.contains("siglip_vision_model"), "{e}");
 
     // No weights at all.
@@ -99,7 +99,7 @@ fn what_is_not_a_multimodal_checkpoint_is_refused_by_name() {
         r#"{"model_type": "gemma3", "vision_config": {"model_type": "siglip_vision_model"}}"#,
     )
     .unwrap();
-    let e = extract_vision_tower(&odd, &tmp.path().join("c")).unwrap_err().to_string();
+    let e = extract_vision_tower(&odd, &tmp.path().join("c"), false).unwrap_err().to_string();
     assert!(e.contains("model.safetensors.index.json"), "{e}");
     for name in ["a", "b", "c"] {
         assert!(!tmp.path().join(name).exists());
@@ -122,7 +122,7 @@ fn the_clip_tower_of_transformers_llava_matches_transformers() {
             .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("tower");
-    let done = extract_vision_tower(&fixtures().join("llava"), &out).unwrap();
+    let done = extract_vision_tower(&fixtures().join("llava"), &out, false).unwrap();
     assert_eq!(
         (done.source_model_type.as_str(), done.tower_model_type.as_str()),
         ("llava", "clip_vision_model")
@@ -140,4 +140,47 @@ fn the_clip_tower_of_transformers_llava_matches_transformers() {
     let full = tower.forward_full(images.clone(), false).unwrap();
     max_diff("llava last_hidden_state", full.last_hidden_state, &want["last_hidden_state"]);
     max_diff("llava encoder feature", encoder.embed(images).unwrap(), &want["pooler_output"]);
+}
+
+/// With the projector (MedGemma's vision stack up to its decoder's input, what CRS-Bench probes):
+/// the feature is the mean of the projected tokens, within 1e-4 of transformers'
+/// `get_image_features(pixel_values).pooler_output` averaged over tokens, from both layouts; a
+/// LLaVA checkpoint is refused (only Gemma 3's projector is implemented), and so is fine-tuning the
+/// projected stack.
+#[test]
+fn medgemmas_projector_gives_transformers_projected_image_features() {
+    let g: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("gemma3_golden.json")).unwrap())
+            .unwrap();
+    let device = Device::flex();
+    let (images, shape) = flat(&g["images"]);
+    let images =
+        Tensor::from_data(TensorData::new(images, [shape[0], shape[1], shape[2], shape[3]]), &device);
+    for layout in ["gemma3-sharded", "gemma3-legacy"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("stack");
+        let done = extract_vision_tower(&fixtures().join(layout), &out, true).unwrap();
+        assert_eq!(done.projector, Some((4, 16)));
+        let encoder = Encoder::load_dir(&out, &device).unwrap();
+        let EncoderModel::SiglipVision(tower) = &encoder.model else { panic!("not a SigLIP tower") };
+        let projector = tower.projector.as_ref().expect("the projector is loaded");
+        let last = tower.last_hidden_state(images.clone()).unwrap();
+        max_diff(&format!("{layout} projected tokens"), projector.forward(last), &g["projected"]);
+        max_diff(
+            &format!("{layout} projected feature"),
+            encoder.embed(images.clone()).unwrap(),
+            &g["projected_mean"],
+        );
+        let e = encoder.classification_feature(images.clone()).unwrap_err().to_string();
+        assert!(e.contains("without --projector"), "{e}");
+        // Another input size would change the patch grid the projector pools.
+        let small = Tensor::zeros([1, 3, 8, 8], &device);
+        let e = encoder.embed(small).unwrap_err().to_string();
+        assert!(e.contains("native 4x4 grid"), "{e}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let e =
+        extract_vision_tower(&fixtures().join("llava"), &tmp.path().join("x"), true).unwrap_err().to_string();
+    assert!(e.contains("only Gemma 3's multi_modal_projector"), "{e}");
+    assert!(!tmp.path().join("x").exists());
 }

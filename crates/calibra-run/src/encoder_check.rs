@@ -331,6 +331,47 @@ mod tests {
         assert!(problems(&recipe(&encoders, &lora("\"query\", \"value\", \"qkv\"")), dir.path()).is_empty());
     }
 
+    /// Issue 17: the shipped CRS-Bench recipe passes the up-front encoder checks once every source
+    /// holds what it names (the hub repos' `model_type`s, and the layouts the `calibra convert`
+    /// commands its comments give write): every regime runs on every encoder it lists.
+    #[test]
+    fn the_crs_bench_recipe_passes_the_encoder_checks() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes/crs-bench.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // source → what a checkout of it holds.
+        let layouts: [(&str, &str); 15] = [
+            ("hf:microsoft/resnet-50", r#"{"model_type": "resnet"}"#),
+            ("hf:google/vit-base-patch16-224-in21k", r#"{"model_type": "vit"}"#),
+            ("hf:openai/clip-vit-base-patch16", r#"{"model_type": "clip"}"#),
+            ("hf:google/siglip-base-patch16-224", r#"{"model_type": "siglip"}"#),
+            ("hf:facebook/dinov2-base", r#"{"model_type": "dinov2"}"#),
+            ("hf:facebook/vit-mae-base", r#"{"model_type": "vit_mae"}"#),
+            ("hf:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224", "open_clip"),
+            ("hf:google/medsiglip-448", r#"{"model_type": "siglip"}"#),
+            ("hf:openai/clip-vit-large-patch14-336", r#"{"model_type": "clip"}"#),
+            ("/models/medgemma-vision", r#"{"model_type": "siglip_vision_model"}"#),
+            ("/models/panderm", r#"{"architecture": "vit_large_patch16_224"}"#),
+            ("/models/retfound", r#"{"architecture": "vit_large_patch16_224"}"#),
+            ("hf:microsoft/rad-dino", r#"{"model_type": "dinov2"}"#),
+            ("/models/biovil", r#"{"architecture": "resnet50"}"#),
+            ("/models/chexzero", "open_clip"),
+        ];
+        let mut local = text.clone();
+        for (i, (source, config)) in layouts.iter().enumerate() {
+            let ck = dir.path().join(format!("e{i}"));
+            std::fs::create_dir_all(&ck).unwrap();
+            let file = if *config == "open_clip" { OPEN_CLIP_CONFIG } else { "config.json" };
+            std::fs::write(ck.join(file), if *config == "open_clip" { "{}" } else { config }).unwrap();
+            let quoted = format!("source = \"{source}\"");
+            assert!(local.contains(&quoted), "the recipe no longer names {source}");
+            local = local.replace(&quoted, &format!("source = \"{}\"", ck.display()));
+        }
+        assert_eq!(local.matches("source = ").count(), layouts.len(), "every encoder is covered");
+        let found = problems(&local, dir.path());
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot
     /// take it, and an `hf:` id that is not cached. (Issue 17: LoRA runs on every transformer family
     /// the encoder loads; a ResNet, whose convolutions have no LoRA here, is refused.)

@@ -18,7 +18,11 @@
 //! `vision_model.` (the layout of a `SiglipVisionModel` / `CLIPVisionModel` on the hub), and written
 //! with `vision_config` as the new `config.json` and the checkpoint's `preprocessor_config.json`. The
 //! directory is loaded back as an [`crate::Encoder`] before it is renamed into place
-//! ([`super::staged_dir`]). The decoder, the multimodal projector and everything else is left out.
+//! ([`super::staged_dir`]). The decoder and everything else is left out; so is the multimodal
+//! projector, unless asked for (Gemma 3 only): then its two tensors are written under their
+//! transformers names and `config.json` gets a `calibra_projector` object
+//! ([`crate::gemma3_projector`]), so that the feature is the vision stack's output at the decoder's
+//! input, as CRS-Bench probes MedGemma.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -61,7 +65,14 @@ pub struct ExtractedVisionTower {
     pub files_read: usize,
     /// What happened to `preprocessor_config.json`.
     pub preprocessor: PreprocessorNote,
+    /// With the projector: (tokens per image, feature width).
+    pub projector: Option<(usize, usize)>,
 }
+
+/// Where Gemma 3's projector may sit (transformers 5 in-memory and saved names, 4.x names).
+const PROJECTOR_PREFIXES: [&str; 2] = ["model.multi_modal_projector.", "multi_modal_projector."];
+/// Gemma3MultiModalProjector's parameters.
+const PROJECTOR_PARAMS: [&str; 2] = ["mm_input_projection_weight", "mm_soft_emb_norm.weight"];
 
 /// The fate of the checkpoint's `preprocessor_config.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,8 +247,54 @@ fn safetensors_dtype(name: &str, dtype: &str, path: &Path) -> Result<safetensors
     })
 }
 
-/// Extracts the vision tower of the multimodal checkpoint in `dir` into the new directory `out`.
-pub fn extract_vision_tower(dir: &Path, out: &Path) -> Result<ExtractedVisionTower, ModelError> {
+/// The `calibra_projector` object for a Gemma 3 config, and the projector's tensors to copy
+/// (source name → written name).
+fn projector_plan(
+    config: &super::HfConfig,
+    source_model_type: &str,
+    entries: &BTreeMap<String, Entry>,
+) -> Result<(Value, Vec<(String, String)>), ModelError> {
+    if source_model_type != "gemma3" {
+        return Err(ModelError::UnsupportedConfig {
+            path: config.path.clone(),
+            message: format!(
+                "--projector: model_type '{source_model_type}'; only Gemma 3's multi_modal_projector \
+                 (MedGemma) is implemented"
+            ),
+        });
+    }
+    let Some(prefix) = PROJECTOR_PREFIXES
+        .into_iter()
+        .find(|p| PROJECTOR_PARAMS.iter().all(|n| entries.contains_key(&format!("{p}{n}"))))
+    else {
+        return Err(ModelError::Config {
+            path: config.path.clone(),
+            message: format!(
+                "--projector: the weights hold no Gemma 3 projector (looked for {} under {})",
+                PROJECTOR_PARAMS.join(" and "),
+                PROJECTOR_PREFIXES.join(" or ")
+            ),
+        });
+    };
+    // Gemma3Config's default, as transformers reads a config without the key.
+    let tokens = config.usize_or("mm_tokens_per_image", 256)?;
+    let width = config.nested("text_config")?.req_size("hidden_size")?;
+    let object =
+        serde_json::json!({"type": "gemma3", "mm_tokens_per_image": tokens, "text_hidden_size": width});
+    let copies = PROJECTOR_PARAMS
+        .iter()
+        .map(|n| (format!("{prefix}{n}"), format!("multi_modal_projector.{n}")))
+        .collect();
+    Ok((object, copies))
+}
+
+/// Extracts the vision tower of the multimodal checkpoint in `dir` into the new directory `out`;
+/// with `projector`, Gemma 3's multimodal projector too (see the module docs).
+pub fn extract_vision_tower(
+    dir: &Path,
+    out: &Path,
+    projector: bool,
+) -> Result<ExtractedVisionTower, ModelError> {
     refuse_existing(out)?;
     let config = read_config(&dir.join("config.json"))?;
     let source_model_type =
@@ -299,6 +356,26 @@ pub fn extract_vision_tower(dir: &Path, out: &Path) -> Result<ExtractedVisionTow
         tensors.push((renamed, Owned { dtype, shape: entry.shape.clone(), data }));
     }
 
+    let mut vision = vision;
+    let mut projector_summary = None;
+    if projector {
+        let (object, copies) = projector_plan(&config, &source_model_type, &entries)?;
+        for (from, to) in copies {
+            let entry = &entries[&from];
+            let dtype = safetensors_dtype(&from, &entry.dtype, &entry.file)?;
+            files_read.insert(entry.file.clone());
+            parameters += entry.shape.iter().product::<usize>() as u64;
+            tensors.push((to, Owned { dtype, shape: entry.shape.clone(), data: read_range(entry)? }));
+        }
+        projector_summary = Some((
+            object["mm_tokens_per_image"].as_u64().unwrap_or(0) as usize,
+            object["text_hidden_size"].as_u64().unwrap_or(0) as usize,
+        ));
+        if let Some(v) = vision.as_object_mut() {
+            v.insert(crate::gemma3_projector::PROJECTOR_KEY.into(), object);
+        }
+    }
+
     let weights_name = "model.safetensors";
     let weights = serialize_tensors(&tensors, pt_format(), &out.join(weights_name))?;
     let config_text =
@@ -327,6 +404,7 @@ pub fn extract_vision_tower(dir: &Path, out: &Path) -> Result<ExtractedVisionTow
         parameters,
         files_read: files_read.len(),
         preprocessor,
+        projector: projector_summary,
     })
 }
 
