@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
 use calibra_models::EncoderModel;
-use common::calibra;
+use common::{calibra, train_full_one_epoch};
 
 const DATA: &str = "synth:derm?n=64&size=32";
 
@@ -45,26 +45,7 @@ fn full_fine_tuning_trains_a_resnet_and_saves_a_reloadable_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = checkpoint(tmp.path());
     let store = tmp.path().join("store");
-    let out = calibra(&[
-        "train",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        DATA,
-        "--regime",
-        "full",
-        "--epochs",
-        "1",
-        "--lr",
-        "1e-3",
-        "--out",
-        store.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(fits.len(), 1);
-    let model = fits[0].join("model");
+    let model = train_full_one_epoch(&ck, DATA, &store);
     assert!(model.join("classifier.safetensors").is_file());
     // The saved checkpoint reloads as a ResNet (transformers names; `resnet_parity.rs` checks that
     // every name and BatchNorm counter round-trips).

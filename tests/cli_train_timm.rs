@@ -5,11 +5,11 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::tensor::Device;
 use calibra_models::EncoderModel;
-use common::calibra;
+use common::{convert_ok, train_full_one_epoch};
 
 fn qkv(dir: &Path) -> Vec<f32> {
     match calibra_models::Encoder::load_dir(dir, &Device::flex()).unwrap().model {
@@ -26,37 +26,8 @@ fn full_fine_tuning_of_a_converted_retfound_saves_a_timm_checkpoint() {
     let ck = tmp.path().join("retfound");
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("crates/calibra-models/tests/fixtures/retfound/mae_pretrain.pth");
-    let run = calibra(&[
-        "convert",
-        "retfound",
-        source.to_str().unwrap(),
-        "--out",
-        ck.to_str().unwrap(),
-        "--num-heads",
-        "4",
-    ]);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-
-    let store = tmp.path().join("store");
-    let out = calibra(&[
-        "train",
-        "--encoder",
-        ck.to_str().unwrap(),
-        "--data",
-        "synth:fundus?n=48&size=40",
-        "--regime",
-        "full",
-        "--epochs",
-        "1",
-        "--lr",
-        "1e-3",
-        "--out",
-        store.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(fits.len(), 1);
-    let model = fits[0].join("model");
+    convert_ok("retfound", &source, &ck, &["--num-heads", "4"], &[]);
+    let model = train_full_one_epoch(&ck, "synth:fundus?n=48&size=40", &tmp.path().join("store"));
     assert!(model.join("classifier.safetensors").is_file());
 
     // timm's names, qkv fused, no classifier in the encoder file.

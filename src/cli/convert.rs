@@ -61,15 +61,8 @@ pub enum RetfoundPoolArg {
 
 #[derive(Debug, clap::Args)]
 pub struct RetfoundArgs {
-    /// The checkpoint (`.pth`).
-    #[arg(value_name = "FILE")]
-    pub source: PathBuf,
-    /// The checkpoint directory to write (must not exist).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// The entry that holds the weights (default: the top level, else `model`, else `state_dict`).
-    #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
+    #[command(flatten)]
+    pub file: CheckpointFile,
     /// Attention heads (not stored in the checkpoint; default width / 64: 16 for RETFound's ViT-L).
     #[arg(long, value_name = "N")]
     pub num_heads: Option<usize>,
@@ -80,15 +73,8 @@ pub struct RetfoundArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PandermArgs {
-    /// The checkpoint (`.pth`).
-    #[arg(value_name = "FILE")]
-    pub source: PathBuf,
-    /// The checkpoint directory to write (must not exist).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// The entry that holds the weights (default: the top level, else `model`, else `state_dict`).
-    #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
+    #[command(flatten)]
+    pub file: CheckpointFile,
     /// Attention heads (not stored in the checkpoint; default width / 64: 16 for PanDerm-Large, 12
     /// for PanDerm-Base).
     #[arg(long, value_name = "N")]
@@ -97,13 +83,22 @@ pub struct PandermArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct BiovilArgs {
-    /// The image-model state dict (`.pt`).
+    #[command(flatten)]
+    pub file: CheckpointFile,
+}
+
+/// A checkpoint file to convert, and where to write the result.
+#[derive(Debug, clap::Args)]
+pub struct CheckpointFile {
+    /// The checkpoint file (`.pt` / `.pth`).
     #[arg(value_name = "FILE")]
     pub source: PathBuf,
     /// The checkpoint directory to write (must not exist).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// The entry that holds the weights (default: the top level, else `state_dict`, else `model`).
+    /// The entry that holds the weights, in a checkpoint that nests them (default: the top level,
+    /// else the entries training scripts use: `state_dict`, `model`; a `module.` prefix on every name
+    /// is removed either way).
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
 }
@@ -134,16 +129,8 @@ pub enum PreprocessPreset {
 
 #[derive(Debug, clap::Args)]
 pub struct OpenAiClipArgs {
-    /// The state dict (`.pt`/`.pth`).
-    #[arg(value_name = "FILE")]
-    pub source: PathBuf,
-    /// The checkpoint directory to write (must not exist).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// The entry that holds the state dict, in a checkpoint that nests it (default: the top level,
-    /// else `state_dict`; a `module.` prefix on every name is removed either way).
-    #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
+    #[command(flatten)]
+    pub file: CheckpointFile,
     /// The image preprocessing to record with the model.
     #[arg(long, value_enum, default_value = "openai")]
     pub preprocess: PreprocessPreset,
@@ -200,10 +187,10 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
         RetfoundPoolArg::Avg => RetfoundPool::Avg,
         RetfoundPoolArg::Token => RetfoundPool::Token,
     };
-    eprintln!("reading {} ...", a.source.display());
-    let done = convert_retfound(&a.source, &a.out, a.key.as_deref(), a.num_heads, pool)?;
+    eprintln!("reading {} ...", a.file.source.display());
+    let done = convert_retfound(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads, pool)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
-    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
     println!(
         "  architecture: ViT, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}, qkv bias {}; {} parameters",
         done.img_size,
@@ -236,10 +223,10 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
 }
 
 fn panderm(a: &PandermArgs) -> Result<()> {
-    eprintln!("reading {} ...", a.source.display());
-    let done = convert_panderm(&a.source, &a.out, a.key.as_deref(), a.num_heads)?;
+    eprintln!("reading {} ...", a.file.source.display());
+    let done = convert_panderm(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
-    print_source(&a.source, &done.source_sha256, &done.entry, &None);
+    print_source(&a.file.source, &done.source_sha256, &done.entry, &None);
     println!(
         "  architecture: ViT with LayerScale, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}; {} parameters",
         done.img_size,
@@ -272,10 +259,10 @@ fn panderm(a: &PandermArgs) -> Result<()> {
 }
 
 fn biovil(a: &BiovilArgs) -> Result<()> {
-    eprintln!("reading {} ...", a.source.display());
-    let done = convert_biovil(&a.source, &a.out, a.key.as_deref())?;
+    eprintln!("reading {} ...", a.file.source.display());
+    let done = convert_biovil(&a.file.source, &a.file.out, a.file.key.as_deref())?;
     println!("wrote {} (a timm ResNet checkpoint directory)", done.out.display());
-    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
     println!(
         "  architecture: {} layout, stage depths {:?}, widths {:?}; feature width {}; {} parameters",
         done.architecture, done.depths, done.channels, done.features, done.parameters
@@ -340,10 +327,10 @@ fn openai_clip(a: &OpenAiClipArgs) -> Result<()> {
     if let Some(text) = &a.std {
         preprocess.std = three_numbers("std", text, true)?;
     }
-    eprintln!("reading {} ...", a.source.display());
-    let done = convert_openai_clip(&a.source, &a.out, a.key.as_deref(), &preprocess)?;
+    eprintln!("reading {} ...", a.file.source.display());
+    let done = convert_openai_clip(&a.file.source, &a.file.out, a.file.key.as_deref(), &preprocess)?;
     println!("wrote {} (an OpenCLIP checkpoint directory)", done.out.display());
-    print_source(&a.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
     println!("  architecture: {}", done.architecture());
     let dtypes: Vec<String> = done.dtypes.iter().map(|(t, n)| format!("{n} {t}")).collect();
     println!("  {} parameters in {} tensors, stored as read", done.parameters, dtypes.join(" + "));

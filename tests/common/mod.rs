@@ -22,6 +22,43 @@ pub fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name).display().to_string()
 }
 
+/// `calibra convert KIND SOURCE --out OUT EXTRA…`, required to succeed with every `needle` in its
+/// stdout; the stdout.
+pub fn convert_ok(kind: &str, source: &Path, out: &Path, extra: &[&str], needles: &[&str]) -> String {
+    let args = ["convert", kind, source.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let run = calibra(&[&args[..], extra].concat());
+    let stdout = String::from_utf8_lossy(&run.stdout).to_string();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    for needle in needles {
+        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
+    }
+    stdout
+}
+
+/// `calibra train --regime full --epochs 1 --lr 1e-3` of `encoder` on `data` into the store `store`,
+/// required to succeed; the one fit's saved model directory.
+pub fn train_full_one_epoch(encoder: &Path, data: &str, store: &Path) -> PathBuf {
+    let out = calibra(&[
+        "train",
+        "--encoder",
+        encoder.to_str().unwrap(),
+        "--data",
+        data,
+        "--regime",
+        "full",
+        "--epochs",
+        "1",
+        "--lr",
+        "1e-3",
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(fits.len(), 1);
+    fits[0].join("model")
+}
+
 /// Run calibra, require success, and parse stdout as one JSON document.
 pub fn json_of(args: &[&str]) -> serde_json::Value {
     let out = calibra(args);

@@ -11,7 +11,7 @@ use calibra_models::Encoder;
 use calibra_models::timm::panderm::{convert_panderm, sincos_position_embedding};
 
 mod common;
-use common::{GoldenTensors, golden_images, max_abs_diff, read_tensors};
+use common::{GoldenTensors, assert_close_to, golden_images, read_tensors};
 
 const TOL: f32 = 1e-4;
 
@@ -38,9 +38,7 @@ fn a_checkpoint_gives_panderms_linear_probe_feature() {
     let g = golden();
     let encoder = Encoder::load_dir(&out, &device).unwrap();
     let got = encoder.embed(golden_images(&g, "pixel_values", &device)).unwrap();
-    let diff = max_abs_diff(&got, &g["features"]);
-    eprintln!("features: max |diff| {diff:e}");
-    assert!(diff <= TOL, "features: max |diff| {diff:e}");
+    assert_close_to("features", &got, &g["features"], TOL);
 }
 
 #[test]
@@ -70,9 +68,7 @@ fn without_pos_embed_panderms_sincos_table_is_used() {
         }
     }
     let image = Tensor::from_data(TensorData::new(pixels, [1, 3, 224, 224]), &device);
-    let diff = max_abs_diff(&encoder.embed(image).unwrap(), &g["features_224"]);
-    eprintln!("features_224: max |diff| {diff:e}");
-    assert!(diff <= TOL, "features_224: max |diff| {diff:e}");
+    assert_close_to("features_224", &encoder.embed(image).unwrap(), &g["features_224"], TOL);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use calibra_models::Encoder;
 use calibra_models::timm::retfound::{FcNormSource, RetfoundPool, convert_retfound};
 
 mod common;
-use common::{golden_images, max_abs_diff, read_tensors};
+use common::{assert_close_to, golden_images, read_tensors};
 
 const TOL: f32 = 1e-4;
 
@@ -24,9 +24,7 @@ fn features_of(dir: &Path, golden: &str) {
     let g = read_tensors(&fixture("golden.safetensors"));
     let encoder = Encoder::load_dir(dir, &device).unwrap();
     let got = encoder.embed(golden_images(&g, "pixel_values", &device)).unwrap();
-    let diff = max_abs_diff(&got, &g[golden]);
-    eprintln!("{golden}: max |diff| {diff:e}");
-    assert!(diff <= TOL, "{golden}: max |diff| {diff:e}");
+    assert_close_to("{golden}", &got, &g[golden], TOL);
 }
 
 #[test]

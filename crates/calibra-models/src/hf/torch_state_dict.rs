@@ -63,6 +63,14 @@ fn shortened(message: &str) -> String {
     }
 }
 
+/// `names` sorted, the first eight joined by commas, then `, …` when there are more: for errors that
+/// list what a checkpoint should not hold.
+pub fn name_sample(names: &mut [String]) -> String {
+    names.sort();
+    let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+    format!("{}{}", shown.join(", "), if names.len() > shown.len() { ", …" } else { "" })
+}
+
 /// The weights of a PyTorch checkpoint file, found and unwrapped.
 pub struct TorchStateDict {
     path: PathBuf,
@@ -197,6 +205,14 @@ mod tests {
         assert_eq!(safetensors_dtype(DType::F16), Some(Dtype::F16));
         assert_eq!(safetensors_dtype(DType::I64), Some(Dtype::I64));
         assert!(is_float(DType::BF16) && !is_float(DType::I64));
+    }
+
+    #[test]
+    fn name_samples_are_sorted_and_cut_at_eight() {
+        let mut few = vec!["b".to_string(), "a".to_string()];
+        assert_eq!(name_sample(&mut few), "a, b");
+        let mut many: Vec<String> = (0..10).rev().map(|i| format!("n{i}")).collect();
+        assert_eq!(name_sample(&mut many), "n0, n1, n2, n3, n4, n5, n6, n7, …");
     }
 
     #[test]

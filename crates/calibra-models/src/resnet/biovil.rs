@@ -33,7 +33,7 @@ use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
 use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::refuse_existing;
-use crate::hf::torch_state_dict::{TorchStateDict, invalid};
+use crate::hf::torch_state_dict::{TorchStateDict, invalid, name_sample};
 use crate::timm::write_dir::publish_timm_dir;
 
 /// hi-ml's torchvision ResNet, inside `ImageModel`.
@@ -160,15 +160,12 @@ pub fn convert_biovil(source: &Path, out: &Path, key: Option<&str>) -> Result<Co
         }
     }
     if !unknown.is_empty() {
-        unknown.sort();
-        let shown: Vec<&str> = unknown.iter().take(8).map(String::as_str).collect();
         return Err(ModelError::UnsupportedConfig {
             path: source.into(),
             message: format!(
-                "{} name(s) outside BioViL's image model (encoder.encoder.*, projector.*): {}{}",
+                "{} name(s) outside BioViL's image model (encoder.encoder.*, projector.*): {}",
                 unknown.len(),
-                shown.join(", "),
-                if unknown.len() > shown.len() { ", …" } else { "" }
+                name_sample(&mut unknown)
             ),
         });
     }

@@ -37,7 +37,7 @@ use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
 use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::refuse_existing;
-use crate::hf::torch_state_dict::{TorchStateDict, invalid, is_float};
+use crate::hf::torch_state_dict::{TorchStateDict, invalid, is_float, name_sample};
 
 /// timm's `IMAGENET_DEFAULT_MEAN` (RETFound's normalisation).
 pub const IMAGENET_MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -194,17 +194,14 @@ pub fn convert_retfound(
         }
     }
     if !unknown.is_empty() {
-        unknown.sort();
-        let shown: Vec<&str> = unknown.iter().take(8).map(String::as_str).collect();
         return Err(ModelError::UnsupportedConfig {
             path: source.into(),
             message: format!(
-                "{} name(s) RETFound's ViT does not have: {}{}; a checkpoint with other parameters (layer \
+                "{} name(s) RETFound's ViT does not have: {}; a checkpoint with other parameters (layer \
                  scale, register tokens, relative positions, …) is not RETFound's architecture and is \
                  not converted approximately",
                 unknown.len(),
-                shown.join(", "),
-                if unknown.len() > shown.len() { ", …" } else { "" }
+                name_sample(&mut unknown)
             ),
         });
     }

@@ -91,6 +91,19 @@ pub fn max_abs_diff<const D: usize>(got: &Tensor<D>, expected: &(Vec<usize>, Vec
     got.iter().zip(&expected.1).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
 }
 
+/// `max |got − want|`, printed under `name` and asserted to be at most `tol`.
+pub fn assert_close_to<const D: usize>(
+    name: &str,
+    got: &Tensor<D>,
+    want: &(Vec<usize>, Vec<f32>),
+    tol: f32,
+) -> f32 {
+    let diff = max_abs_diff(got, want);
+    eprintln!("{name}: max |diff| {diff:e}");
+    assert!(diff <= tol, "{name}: max |diff| {diff:e} > {tol:e}");
+    diff
+}
+
 /// The golden tensor `name` as a batch of images on `device`.
 pub fn golden_images(g: &GoldenTensors, name: &str, device: &Device) -> Tensor<4> {
     let (shape, values) = &g[name];
