@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{calibra, feature_width};
+use common::{calibra, convert_ok, feature_width};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/calibra-models/tests/fixtures/openai_clip").join(name)
@@ -91,17 +91,8 @@ fn a_multimodal_vision_tower_is_extracted_and_serves_as_an_encoder() {
 
     // With MedGemma's projector, the feature is the decoder's input width (16 in the tiny model).
     let stack = tmp.path().join("tiny-medgemma-stack");
-    let run = calibra(&[
-        "convert",
-        "vision-tower",
-        source.to_str().unwrap(),
-        "--out",
-        stack.to_str().unwrap(),
-        "--projector",
-    ]);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    assert!(stdout.contains("mean of the 4 projected image tokens, 16 wide"), "{stdout}");
+    let needle = "mean of the 4 projected image tokens, 16 wide";
+    convert_ok("vision-tower", &source, &stack, &["--projector"], &[needle]);
     let width = feature_width(&stack, "synth:chest?n=24&size=28", &tmp.path().join("p.safetensors"));
     assert_eq!(width, 16, "the decoder's width");
 
@@ -138,26 +129,14 @@ fn retfound_converts_into_an_encoder() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = tmp.path().join("tiny-retfound");
     let source = model_fixture("retfound", "mae_pretrain.pth");
-    let run = calibra(&[
-        "convert",
-        "retfound",
-        source.to_str().unwrap(),
-        "--out",
-        ck.to_str().unwrap(),
-        "--num-heads",
-        "4",
-    ]);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    for needle in [
+    let needles = [
         "entry 'model'",
         "32 px, patch 8, width 32, depth 2, 4 heads, MLP 128",
         "freshly initialised",
         "dropped: MAE decoder (20 tensors)",
         "--encoder",
-    ] {
-        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
-    }
+    ];
+    convert_ok("retfound", &source, &ck, &["--num-heads", "4"], &needles);
     let width = feature_width(&ck, "synth:fundus?n=24&size=40", &tmp.path().join("f.safetensors"));
     assert_eq!(width, 32, "the ViT width");
 
@@ -188,13 +167,8 @@ fn biovil_converts_and_preprocesses_as_hi_ml() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = tmp.path().join("tiny-biovil");
     let source = model_fixture("biovil", "image_model.pt");
-    let run = calibra(&["convert", "biovil", source.to_str().unwrap(), "--out", ck.to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    for needle in ["resnet50 layout", "[1, 2, 1, 1]", "joint-space projector (8 tensors)", "centre crop 480"]
-    {
-        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
-    }
+    let needles = ["resnet50 layout", "[1, 2, 1, 1]", "joint-space projector (8 tensors)", "centre crop 480"];
+    convert_ok("biovil", &source, &ck, &[], &needles);
 
     let cfg =
         PreprocessConfig::from_timm_json(&std::fs::read_to_string(ck.join("config.json")).unwrap()).unwrap();
@@ -251,25 +225,13 @@ fn panderm_converts_into_an_encoder() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = tmp.path().join("tiny-panderm");
     let source = model_fixture("panderm", "checkpoint.pth");
-    let run = calibra(&[
-        "convert",
-        "panderm",
-        source.to_str().unwrap(),
-        "--out",
-        ck.to_str().unwrap(),
-        "--num-heads",
-        "4",
-    ]);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    for needle in [
+    let needles = [
         "32 px, patch 8, width 32, depth 2, 4 heads, MLP 128",
         "class token after the final norm",
         "ignored, as PanDerm's strict=False load ignores them: 4 name(s)",
         "std [0.228, 0.224, 0.225]",
-    ] {
-        assert!(stdout.contains(needle), "missing `{needle}` in:\n{stdout}");
-    }
+    ];
+    convert_ok("panderm", &source, &ck, &["--num-heads", "4"], &needles);
     let width = feature_width(&ck, "synth:derm?n=24&size=40", &tmp.path().join("f.safetensors"));
     assert_eq!(width, 32, "the ViT width");
 }

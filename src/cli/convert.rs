@@ -182,6 +182,28 @@ fn print_dropped(dropped: &std::collections::BTreeMap<&'static str, usize>) {
     }
 }
 
+/// The architecture line of a converted ViT.
+struct VitLine {
+    img: usize,
+    patch: usize,
+    width: usize,
+    depth: usize,
+}
+
+impl VitLine {
+    fn print(&self, kind: &str, heads: usize, defaulted: bool, mlp: usize, extra: &str, parameters: u64) {
+        println!(
+            "  architecture: {kind}, {} px, patch {}, width {}, depth {}, {heads} heads{}, MLP {mlp}{extra}; \
+             {parameters} parameters",
+            self.img,
+            self.patch,
+            self.width,
+            self.depth,
+            if defaulted { " (width / 64)" } else { "" },
+        );
+    }
+}
+
 fn retfound(a: &RetfoundArgs) -> Result<()> {
     let pool = match a.pool {
         RetfoundPoolArg::Avg => RetfoundPool::Avg,
@@ -191,18 +213,10 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
     let done = convert_retfound(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads, pool)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
     print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
-    println!(
-        "  architecture: ViT, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}, qkv bias {}; {} parameters",
-        done.img_size,
-        done.patch_size,
-        done.embed_dim,
-        done.depth,
-        done.num_heads,
-        if a.num_heads.is_none() { " (width / 64)" } else { "" },
-        done.mlp_hidden,
-        done.qkv_bias,
-        done.parameters
-    );
+    let vit =
+        VitLine { img: done.img_size, patch: done.patch_size, width: done.embed_dim, depth: done.depth };
+    let extra = format!(", qkv bias {}", done.qkv_bias);
+    vit.print("ViT", done.num_heads, a.num_heads.is_none(), done.mlp_hidden, &extra, done.parameters);
     match done.fc_norm {
         Some(FcNormSource::FreshInit) => println!(
             "  feature: fc_norm(mean of the patch tokens), fc_norm freshly initialised (weight 1, bias 0) as \
@@ -227,16 +241,15 @@ fn panderm(a: &PandermArgs) -> Result<()> {
     let done = convert_panderm(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
     print_source(&a.file.source, &done.source_sha256, &done.entry, &None);
-    println!(
-        "  architecture: ViT with LayerScale, {} px, patch {}, width {}, depth {}, {} heads{}, MLP {}; {} parameters",
-        done.img_size,
-        done.patch_size,
-        done.embed_dim,
-        done.depth,
+    let vit =
+        VitLine { img: done.img_size, patch: done.patch_size, width: done.embed_dim, depth: done.depth };
+    vit.print(
+        "ViT with LayerScale",
         done.num_heads,
-        if a.num_heads.is_none() { " (width / 64)" } else { "" },
+        a.num_heads.is_none(),
         done.mlp_hidden,
-        done.parameters
+        "",
+        done.parameters,
     );
     println!("  feature: the class token after the final norm (PanDerm's linear probe)");
     if done.pos_embed_computed {

@@ -31,7 +31,7 @@ use pytorch_reader::Tensor;
 use safetensors::Dtype;
 use serde_json::json;
 
-use super::vit_checkpoint::{ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
+use super::vit_checkpoint::{BLOCK_PARAMS, ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
 use super::write_dir::publish_timm_dir;
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
@@ -46,24 +46,9 @@ pub const PANDERM_MEAN: [f64; 3] = [0.485, 0.456, 0.406];
 /// See [`PANDERM_MEAN`]; the red deviation is PanDerm's 0.228.
 pub const PANDERM_STD: [f64; 3] = [0.228, 0.224, 0.225];
 
-/// The parameters of one PanDerm block, after `blocks.{i}.`.
-const BLOCK_PARAMS: [&str; 15] = [
-    "norm1.weight",
-    "norm1.bias",
-    "attn.qkv.weight",
-    "attn.q_bias",
-    "attn.v_bias",
-    "attn.proj.weight",
-    "attn.proj.bias",
-    "norm2.weight",
-    "norm2.bias",
-    "mlp.fc1.weight",
-    "mlp.fc1.bias",
-    "mlp.fc2.weight",
-    "mlp.fc2.bias",
-    "gamma_1",
-    "gamma_2",
-];
+/// What one PanDerm block has besides timm's [`BLOCK_PARAMS`], after `blocks.{i}.`: its q and v
+/// biases (fused into timm's `attn.qkv.bias`) and LayerScale.
+const PANDERM_BLOCK_PARAMS: [&str; 4] = ["attn.q_bias", "attn.v_bias", "gamma_1", "gamma_2"];
 
 /// What a conversion read and wrote.
 #[derive(Debug, Clone)]
@@ -167,7 +152,7 @@ pub fn convert_panderm(
         copies.push(("pos_embed".into(), "pos_embed".into()));
     }
     for i in 0..shape.depth {
-        for p in BLOCK_PARAMS {
+        for p in BLOCK_PARAMS.into_iter().chain(PANDERM_BLOCK_PARAMS) {
             let timm = match p {
                 "attn.q_bias" | "attn.v_bias" => continue,
                 "gamma_1" => "ls1.gamma",

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::vit_checkpoint::{ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
+use super::vit_checkpoint::{BLOCK_PARAMS, ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
 use super::write_dir::publish_timm_dir;
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
@@ -43,22 +43,6 @@ use crate::hf::torch_state_dict::{TorchStateDict, invalid, is_float, name_sample
 pub const IMAGENET_MEAN: [f64; 3] = [0.485, 0.456, 0.406];
 /// timm's `IMAGENET_DEFAULT_STD`.
 pub const IMAGENET_STD: [f64; 3] = [0.229, 0.224, 0.225];
-
-/// The parameter names of one RETFound (timm) block, after `blocks.{i}.`.
-const BLOCK_PARAMS: [&str; 12] = [
-    "norm1.weight",
-    "norm1.bias",
-    "attn.qkv.weight",
-    "attn.qkv.bias",
-    "attn.proj.weight",
-    "attn.proj.bias",
-    "norm2.weight",
-    "norm2.bias",
-    "mlp.fc1.weight",
-    "mlp.fc1.bias",
-    "mlp.fc2.weight",
-    "mlp.fc2.bias",
-];
 
 /// RETFound's feature: its `global_pool` switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +107,7 @@ fn role(name: &str, pool: RetfoundPool, depth: usize, qkv_bias: bool) -> Option<
     if let Some(rest) = name.strip_prefix("blocks.") {
         let (index, param) = rest.split_once('.')?;
         let i: usize = index.parse().ok()?;
-        let known = BLOCK_PARAMS.contains(&param) && (qkv_bias || param != "attn.qkv.bias");
+        let known = BLOCK_PARAMS.contains(&param) || (qkv_bias && param == "attn.qkv.bias");
         return (i < depth && known).then_some(Keep);
     }
     match (name, pool) {

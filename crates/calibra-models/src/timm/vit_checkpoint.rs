@@ -10,6 +10,22 @@ use serde_json::{Value, json};
 use crate::error::ModelError;
 use crate::hf::torch_state_dict::invalid;
 
+/// The parameters every pre-norm ViT block of timm's naming has, after `blocks.{i}.`, besides its
+/// attention input projection (`attn.qkv`, whose bias varies between checkpoints) and any LayerScale.
+pub const BLOCK_PARAMS: [&str; 11] = [
+    "norm1.weight",
+    "norm1.bias",
+    "attn.qkv.weight",
+    "attn.proj.weight",
+    "attn.proj.bias",
+    "norm2.weight",
+    "norm2.bias",
+    "mlp.fc1.weight",
+    "mlp.fc1.bias",
+    "mlp.fc2.weight",
+    "mlp.fc2.bias",
+];
+
 /// A plain ViT's architecture, read off its shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VitShape {
