@@ -23,6 +23,8 @@ Writes, under crates/calibra-models/tests/fixtures/retfound/ (ViT width 32, patc
   `decoder_pred`), and no `fc_norm` or `head`.
 - finetuned.pth: a RETFound model fine-tuned with global pooling, `{"model": state_dict, "epoch": 9}`:
   the encoder, its own `fc_norm` and a 3-class `head`, no `norm`.
+- dinov2_teacher.pth: two tiny zero tensors under `teacher` with `backbone.` names, the layout of
+  RETFound's DINOv2 releases, which the conversion refuses by name.
 - golden.safetensors: `pixel_values` [2, 3, 32, 32] (already normalised) and RETFound's features of
   it: `pretrain_avg` (global pool: `fc_norm` freshly initialised, the checkpoint's `norm` ignored),
   `pretrain_token` (`--cls_token`), `finetuned_avg` (the checkpoint's `fc_norm`).
@@ -194,7 +196,13 @@ def main() -> None:
             assert torch.allclose(got, want, atol=1e-6), (got - want).abs().max()
 
     save_file({k: v.contiguous().to(torch.float32) for k, v in golden.items()}, FIX / "golden.safetensors")
-    for name in ["mae_pretrain.pth", "finetuned.pth", "golden.safetensors"]:
+    # RETFound_dinov2's release keeps its weights under `teacher` (main_finetune.py), named
+    # `backbone.…`: two tiny tensors with those names, for the refusal test.
+    torch.save(
+        {"teacher": {"backbone.cls_token": torch.zeros(1, 1, 8), "backbone.patch_embed.proj.weight": torch.zeros(8, 3, 2, 2)}},
+        FIX / "dinov2_teacher.pth",
+    )
+    for name in ["mae_pretrain.pth", "finetuned.pth", "dinov2_teacher.pth", "golden.safetensors"]:
         print(f"wrote {FIX / name} ({(FIX / name).stat().st_size} bytes)")
 
 

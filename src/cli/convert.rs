@@ -97,8 +97,8 @@ pub struct CheckpointFile {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// The entry that holds the weights, in a checkpoint that nests them (default: the top level,
-    /// else the entries training scripts use: `state_dict`, `model`; a `module.` prefix on every name
-    /// is removed either way).
+    /// else the entries this format's training scripts use, e.g. `state_dict` or `model`; a `module.`
+    /// prefix on every name is removed either way).
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
 }
@@ -240,7 +240,7 @@ fn panderm(a: &PandermArgs) -> Result<()> {
     eprintln!("reading {} ...", a.file.source.display());
     let done = convert_panderm(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
-    print_source(&a.file.source, &done.source_sha256, &done.entry, &None);
+    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
     let vit =
         VitLine { img: done.img_size, patch: done.patch_size, width: done.embed_dim, depth: done.depth };
     vit.print(

@@ -341,11 +341,6 @@ impl SiglipVisionTransformer {
         }
     }
 
-    /// The width of the pooled feature (the projector's output width when there is one).
-    pub fn feature_width(&self) -> usize {
-        self.projector.as_ref().map_or_else(|| self.post_layernorm.gamma.dims()[0], Gemma3Projector::width)
-    }
-
     /// The pooled feature of a block output `h: [b, n, d]` (before `post_layernorm`):
     /// `head(post_LN(h))`. Applied to `hidden_states[L]` it is `pooled`; applied to an earlier block
     /// it is the matching intermediate-depth feature.

@@ -256,7 +256,7 @@ proptest! {
     /// with nested entries, an `argparse.Namespace`, BatchNorm counters): a converted directory or an
     /// error, and no staging directory left either way.
     #[test]
-    fn mutated_retfound_and_biovil_checkpoints_never_panic(
+    fn mutated_retfound_panderm_and_biovil_checkpoints_never_panic(
         which in 0..4usize,
         mutations in proptest::collection::vec(mutation(), 1..4),
         near_start in any::<bool>(),

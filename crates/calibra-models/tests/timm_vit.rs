@@ -48,11 +48,14 @@ fn timm_checkpoints_save_back_in_timms_layout() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("saved");
         encoder.save_pretrained(&out).unwrap_or_else(|e| panic!("{variant}: {e}"));
+        let saved = std::fs::read(out.join("model.safetensors")).unwrap();
+        let names = safetensors::SafeTensors::deserialize(&saved).unwrap().names().len();
         let (want, got) = (
             tensors_without_head(&dir.join("model.safetensors")),
             tensors_without_head(&out.join("model.safetensors")),
         );
         assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{variant}: names");
+        assert_eq!(names, got.len(), "{variant}: no classifier `head` in the encoder's file");
         for (name, w) in &want {
             assert!(got[name] == *w, "{variant}: '{name}' differs from timm's file");
         }

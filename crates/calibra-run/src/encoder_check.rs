@@ -136,6 +136,15 @@ pub fn model_type(dir: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}: no string key `model_type` (nor timm's `architecture`)", path.display()))
 }
 
+/// Whether `<dir>/config.json` carries a `calibra_projector` (a SigLIP tower with MedGemma's
+/// multimodal projector: frozen features only).
+fn has_projector(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("calibra_projector").is_some())
+}
+
 /// Whether a regime scope (`None` = every encoder) includes the encoder `name`.
 fn in_scope(scope: Option<&[String]>, name: &str) -> bool {
     scope.is_none_or(|list| list.iter().any(|n| n == name))
@@ -212,7 +221,22 @@ pub(crate) fn check_encoders(
                 continue;
             }
         };
+        let projected = has_projector(&dir);
         for (regime, accepted) in readers {
+            if projected && matches!(regime, "lora" | "full") {
+                problem(
+                    root.key("regimes").key(regime),
+                    format!(
+                        "encoder `{}` ({}) is a vision tower with MedGemma's projector (`calibra_projector` in its \
+                         config.json, from `calibra convert vision-tower --projector`): frozen features only; \
+                         convert the tower without --projector to fine-tune it, or restrict [regimes.{regime}] with \
+                         encoders = [...]",
+                        encoder.display_name(),
+                        encoder.source
+                    ),
+                );
+                continue;
+            }
             let Some(accepted) = accepted else { continue };
             if accepted.contains(&model_type.as_str()) {
                 if regime == "lora"
@@ -350,7 +374,10 @@ mod tests {
             ("hf:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224", "open_clip"),
             ("hf:google/medsiglip-448", r#"{"model_type": "siglip"}"#),
             ("hf:openai/clip-vit-large-patch14-336", r#"{"model_type": "clip"}"#),
-            ("/models/medgemma-vision", r#"{"model_type": "siglip_vision_model"}"#),
+            (
+                "/models/medgemma-vision",
+                r#"{"model_type": "siglip_vision_model", "calibra_projector": {"type": "gemma3"}}"#,
+            ),
             ("/models/panderm", r#"{"architecture": "vit_large_patch16_224"}"#),
             ("/models/retfound", r#"{"architecture": "vit_large_patch16_224"}"#),
             ("hf:microsoft/rad-dino", r#"{"model_type": "dinov2"}"#),
@@ -370,6 +397,10 @@ mod tests {
         assert_eq!(local.matches("source = ").count(), layouts.len(), "every encoder is covered");
         let found = problems(&local, dir.path());
         assert!(found.is_empty(), "{}", found.join("\n"));
+        // MedGemma's projected stack is frozen-only: naming it in the LoRA arm is caught up front.
+        let lora = local.replace("encoders = [\"DINOv2\",", "encoders = [\"MedGemma\", \"DINOv2\",");
+        let found = problems(&lora, dir.path()).join("\n");
+        assert!(found.contains("encoder `MedGemma`") && found.contains("frozen features only"), "{found}");
     }
 
     /// Issue 20 defect 8: `--dry-run` said valid for zero-shot on a ViT, LoRA on a family that cannot

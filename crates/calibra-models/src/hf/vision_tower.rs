@@ -278,7 +278,27 @@ fn projector_plan(
     };
     // Gemma3Config's default, as transformers reads a config without the key.
     let tokens = config.usize_or("mm_tokens_per_image", 256)?;
-    let width = config.nested("text_config")?.req_size("hidden_size")?;
+    // The projection is [vision hidden, text hidden]; its shape gives the feature width, checked
+    // against the tower's width and, when the config states it, the decoder's.
+    let vision_width = config.nested("vision_config")?.req_size("hidden_size")?;
+    let weight = &entries[&format!("{prefix}{}", PROJECTOR_PARAMS[0])];
+    let norm = &entries[&format!("{prefix}{}", PROJECTOR_PARAMS[1])];
+    let [rows, width] = weight.shape[..] else {
+        return Err(store_error(&weight.file, format!("'{prefix}{}' is not a matrix", PROJECTOR_PARAMS[0])));
+    };
+    let text_width = config.nested("text_config").ok().and_then(|t| t.req_size("hidden_size").ok());
+    if rows != vision_width || norm.shape != [vision_width] || text_width.is_some_and(|t| t != width) {
+        return Err(store_error(
+            &weight.file,
+            format!(
+                "the projector's shapes ({:?}, norm {:?}) do not fit the tower's width {vision_width} and the \
+                 decoder's {}",
+                weight.shape,
+                norm.shape,
+                text_width.map_or("(not stated)".to_string(), |t| t.to_string())
+            ),
+        ));
+    }
     let object =
         serde_json::json!({"type": "gemma3", "mm_tokens_per_image": tokens, "text_hidden_size": width});
     let copies = PROJECTOR_PARAMS

@@ -9,8 +9,8 @@
 //! the adaptive average pool of `layer4`: exactly timm's ResNet feature, and torchvision's names are
 //! timm's. So the encoder's weights are written unchanged under timm's names, next to a timm
 //! `config.json` (`resnet50`, or `resnet18` for basic blocks, with the stage depths and widths read
-//! off the shapes); the projector (text alignment, not the image embedding) and `fc` are dropped and
-//! listed. Any other name is refused.
+//! off the shapes); the projector (text alignment, not the image embedding), `fc` and a downstream
+//! `classifier` are dropped and listed. Any other name is refused.
 //!
 //! **BioViL-T** (`biovil_t_image_model_proj_size_128.pt`) is refused: its image embedding is the
 //! ResNet's map through a 1x1 convolution (`backbone_to_vit`), concatenated with a vision-transformer
@@ -124,15 +124,15 @@ pub fn convert_biovil(source: &Path, out: &Path, key: Option<&str>) -> Result<Co
         }
         let first = format!("encoder.encoder.layer{stage}.0");
         let planes = state.required(&format!("{first}.conv1.weight"), 4, WHAT)?[0];
-        // Plain torchvision blocks: the 3x3 convolution is planes → planes (no groups, no widening).
-        let conv = if bottleneck { "conv2" } else { "conv1" };
-        let shape = state.required(&format!("{first}.{conv}.weight"), 4, WHAT)?;
-        if bottleneck && shape[..2] != [planes, planes] {
+        // Plain torchvision blocks (bottleneck or basic): conv2 is a 3x3 convolution planes → planes
+        // (no groups, no widening).
+        let shape = state.required(&format!("{first}.conv2.weight"), 4, WHAT)?;
+        if shape != [planes, planes, 3, 3] {
             return Err(ModelError::UnsupportedConfig {
                 path: source.into(),
                 message: format!(
                     "'{first}.conv2.weight' has shape {shape:?}: grouped or widened bottlenecks (ResNeXt, \
-                     wide ResNet) are not timm's plain ResNet"
+                     wide ResNet) and other block shapes are not timm's plain ResNet"
                 ),
             });
         }

@@ -14,8 +14,9 @@
 //!
 //! Every piece is a timm option: the fused bias is `cat(q_bias, 0, v_bias)` (timm's `attn.qkv.bias`),
 //! `gamma_k` is timm's LayerScale `ls{k}.gamma` (`init_values` set), and the class-token feature is
-//! `global_pool='token'` after `norm`. The checkpoint is read as PanDerm's builder reads it: every
-//! `encoder.` in a name removed, then `load_state_dict(strict=False)`, so names PanDerm's ViT does not
+//! `global_pool='token'` after `norm`. The checkpoint is read as PanDerm's builder reads
+//! PanDerm-Large's (its Base loader renames nothing; a Base checkpoint's names carry no `encoder.`):
+//! every `encoder.` in a name removed, then `load_state_dict(strict=False)`, so names PanDerm's ViT does not
 //! have (the CAE pre-training's decoder, regressor, teacher, a task head) are ignored by PanDerm
 //! too: they are dropped and counted. Every parameter PanDerm's ViT has must be present, except
 //! `pos_embed`, which is then computed as PanDerm computes it.
@@ -56,6 +57,8 @@ pub struct ConvertedPanderm {
     pub out: PathBuf,
     /// The entry the weights were read from, if not the top level.
     pub entry: Option<String>,
+    /// The prefix taken off every name (`module.`), if any.
+    pub stripped_prefix: Option<String>,
     pub embed_dim: usize,
     pub depth: usize,
     pub num_heads: usize,
@@ -222,6 +225,7 @@ pub fn convert_panderm(
     Ok(ConvertedPanderm {
         out: out.into(),
         entry: state.entry.clone(),
+        stripped_prefix: state.stripped_prefix(),
         embed_dim: shape.embed_dim,
         depth: shape.depth,
         num_heads: heads,

@@ -191,7 +191,13 @@ pub fn convert_retfound(
     }
     let fc_norm = match pool {
         RetfoundPool::Token => {
-            state.required("norm.weight", 1, WHAT)?;
+            if state.get("norm.weight").is_none() {
+                return Err(invalid(
+                    source,
+                    "--pool token needs the final 'norm', which this checkpoint does not have (a global-pool \
+                     fine-tune replaces it with 'fc_norm'): use --pool avg",
+                ));
+            }
             None
         }
         RetfoundPool::Avg if state.get("fc_norm.weight").is_some() => Some(FcNormSource::Checkpoint),
@@ -204,6 +210,7 @@ pub fn convert_retfound(
                     data: f32_bytes(value),
                 };
                 tensors.push((name.to_string(), t));
+                parameters += shape.embed_dim as u64;
             }
             Some(FcNormSource::FreshInit)
         }

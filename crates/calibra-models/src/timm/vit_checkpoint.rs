@@ -72,7 +72,7 @@ pub fn read_vit_shape<'a>(
 ) -> Result<VitShape, ModelError> {
     let patch_w = required(get, path, "patch_embed.proj.weight", 4, what)?;
     let (embed_dim, patch) = (patch_w[0], patch_w[3]);
-    if patch_w[1] != 3 || patch_w[2] != patch {
+    if patch_w[1] != 3 || patch_w[2] != patch || patch == 0 || embed_dim == 0 {
         return Err(invalid(
             path,
             format!("'patch_embed.proj.weight' has shape {patch_w:?}: expected [width, 3, patch, patch]"),
