@@ -14,10 +14,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use calibra_models::clip::open_clip::{Preprocess, convert_openai_clip};
+use calibra_models::hf::torch_state_dict::SourceCheckpoint;
 use calibra_models::hf::vision_tower::{PreprocessorNote, extract_vision_tower};
 use calibra_models::resnet::biovil::{BIOVIL_CROP, BIOVIL_RESIZE, convert_biovil};
 use calibra_models::timm::panderm::convert_panderm;
 use calibra_models::timm::retfound::{FcNormSource, RetfoundPool, convert_retfound};
+use calibra_models::timm::vit_checkpoint::VitShape;
 
 #[derive(Debug, clap::Args)]
 pub struct ConvertArgs {
@@ -166,12 +168,12 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     }
 }
 
-fn print_source(source: &std::path::Path, sha256: &str, entry: &Option<String>, prefix: &Option<String>) {
-    println!("  source: {} (sha256 {sha256})", source.display());
-    if let Some(entry) = entry {
+fn print_source(path: &std::path::Path, source: &SourceCheckpoint) {
+    println!("  source: {} (sha256 {})", path.display(), source.sha256);
+    if let Some(entry) = &source.entry {
         println!("  weights read from the entry '{entry}'");
     }
-    if let Some(prefix) = prefix {
+    if let Some(prefix) = &source.stripped_prefix {
         println!("  prefix '{prefix}' removed from every name");
     }
 }
@@ -182,26 +184,18 @@ fn print_dropped(dropped: &std::collections::BTreeMap<&'static str, usize>) {
     }
 }
 
-/// The architecture line of a converted ViT.
-struct VitLine {
-    img: usize,
-    patch: usize,
-    width: usize,
-    depth: usize,
-}
-
-impl VitLine {
-    fn print(&self, kind: &str, heads: usize, defaulted: bool, mlp: usize, extra: &str, parameters: u64) {
-        println!(
-            "  architecture: {kind}, {} px, patch {}, width {}, depth {}, {heads} heads{}, MLP {mlp}{extra}; \
-             {parameters} parameters",
-            self.img,
-            self.patch,
-            self.width,
-            self.depth,
-            if defaulted { " (width / 64)" } else { "" },
-        );
-    }
+/// The architecture line of a converted ViT (`defaulted`: the head count is width / 64).
+fn print_vit(kind: &str, shape: &VitShape, heads: usize, defaulted: bool, extra: &str, parameters: u64) {
+    println!(
+        "  architecture: {kind}, {} px, patch {}, width {}, depth {}, {heads} heads{}, MLP {}{extra}; \
+         {parameters} parameters",
+        shape.img_size(),
+        shape.patch,
+        shape.embed_dim,
+        shape.depth,
+        if defaulted { " (width / 64)" } else { "" },
+        shape.mlp_hidden,
+    );
 }
 
 fn retfound(a: &RetfoundArgs) -> Result<()> {
@@ -212,11 +206,9 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
     eprintln!("reading {} ...", a.file.source.display());
     let done = convert_retfound(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads, pool)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
-    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
-    let vit =
-        VitLine { img: done.img_size, patch: done.patch_size, width: done.embed_dim, depth: done.depth };
+    print_source(&a.file.source, &done.source);
     let extra = format!(", qkv bias {}", done.qkv_bias);
-    vit.print("ViT", done.num_heads, a.num_heads.is_none(), done.mlp_hidden, &extra, done.parameters);
+    print_vit("ViT", &done.shape, done.num_heads, a.num_heads.is_none(), &extra, done.parameters);
     match done.fc_norm {
         Some(FcNormSource::FreshInit) => println!(
             "  feature: fc_norm(mean of the patch tokens), fc_norm freshly initialised (weight 1, bias 0) as \
@@ -230,7 +222,7 @@ fn retfound(a: &RetfoundArgs) -> Result<()> {
     print_dropped(&done.dropped);
     println!(
         "  preprocess: bicubic resize, centre crop {} px, ImageNet mean/std (RETFound's eval transform)",
-        done.img_size
+        done.shape.img_size()
     );
     println!("use it as --encoder {} (features, train: probes, LoRA, full)", done.out.display());
     Ok(())
@@ -240,17 +232,8 @@ fn panderm(a: &PandermArgs) -> Result<()> {
     eprintln!("reading {} ...", a.file.source.display());
     let done = convert_panderm(&a.file.source, &a.file.out, a.file.key.as_deref(), a.num_heads)?;
     println!("wrote {} (a timm ViT checkpoint directory)", done.out.display());
-    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
-    let vit =
-        VitLine { img: done.img_size, patch: done.patch_size, width: done.embed_dim, depth: done.depth };
-    vit.print(
-        "ViT with LayerScale",
-        done.num_heads,
-        a.num_heads.is_none(),
-        done.mlp_hidden,
-        "",
-        done.parameters,
-    );
+    print_source(&a.file.source, &done.source);
+    print_vit("ViT with LayerScale", &done.shape, done.num_heads, a.num_heads.is_none(), "", done.parameters);
     println!("  feature: the class token after the final norm (PanDerm's linear probe)");
     if done.pos_embed_computed {
         println!("  pos_embed: not in the checkpoint; PanDerm's fixed sin-cos table for 224 px computed");
@@ -258,8 +241,7 @@ fn panderm(a: &PandermArgs) -> Result<()> {
     if done.ignored > 0 {
         println!(
             "  ignored, as PanDerm's strict=False load ignores them: {} name(s) its ViT does not have (e.g. {})",
-            done.ignored,
-            done.ignored_examples.join(", ")
+            done.ignored, done.ignored_sample
         );
     }
     println!(
@@ -275,7 +257,7 @@ fn biovil(a: &BiovilArgs) -> Result<()> {
     eprintln!("reading {} ...", a.file.source.display());
     let done = convert_biovil(&a.file.source, &a.file.out, a.file.key.as_deref())?;
     println!("wrote {} (a timm ResNet checkpoint directory)", done.out.display());
-    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    print_source(&a.file.source, &done.source);
     println!(
         "  architecture: {} layout, stage depths {:?}, widths {:?}; feature width {}; {} parameters",
         done.architecture, done.depths, done.channels, done.features, done.parameters
@@ -343,7 +325,7 @@ fn openai_clip(a: &OpenAiClipArgs) -> Result<()> {
     eprintln!("reading {} ...", a.file.source.display());
     let done = convert_openai_clip(&a.file.source, &a.file.out, a.file.key.as_deref(), &preprocess)?;
     println!("wrote {} (an OpenCLIP checkpoint directory)", done.out.display());
-    print_source(&a.file.source, &done.source_sha256, &done.entry, &done.stripped_prefix);
+    print_source(&a.file.source, &done.source);
     println!("  architecture: {}", done.architecture());
     let dtypes: Vec<String> = done.dtypes.iter().map(|(t, n)| format!("{n} {t}")).collect();
     println!("  {} parameters in {} tensors, stored as read", done.parameters, dtypes.join(" + "));

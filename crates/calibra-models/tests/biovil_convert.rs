@@ -23,7 +23,7 @@ fn the_converted_encoder_gives_hi_mls_image_embedding() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("biovil");
     let done = convert_biovil(&fixture("image_model.pt"), &out, None).unwrap();
-    assert_eq!(done.entry, None);
+    assert_eq!(done.source.entry, None);
     assert_eq!(done.architecture, "resnet50");
     assert_eq!(done.depths, [1, 2, 1, 1]);
     assert_eq!(done.channels, [4, 8, 12, 16]);

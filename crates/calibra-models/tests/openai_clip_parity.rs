@@ -83,16 +83,16 @@ fn check(file: &str, golden_key: &str) -> calibra_models::clip::open_clip::Conve
 #[test]
 fn a_state_dict_converts_to_what_open_clip_loads() {
     let c = check("state_dict.pt", "state_dict");
-    assert_eq!((c.entry, c.stripped_prefix), (None, None));
+    assert_eq!((c.source.entry, c.source.stripped_prefix), (None, None));
     assert!(c.dropped.is_empty());
-    assert_eq!(c.source_sha256.len(), 64);
+    assert_eq!(c.source.sha256.len(), 64);
 }
 
 #[test]
 fn a_nested_ddp_save_in_the_legacy_container_converts_alike() {
     let c = check("legacy_nested.pt", "legacy_nested");
-    assert_eq!(c.entry.as_deref(), Some("state_dict"));
-    assert_eq!(c.stripped_prefix.as_deref(), Some("module."));
+    assert_eq!(c.source.entry.as_deref(), Some("state_dict"));
+    assert_eq!(c.source.stripped_prefix.as_deref(), Some("module."));
     assert_eq!(c.dropped, ["context_length", "input_resolution", "vocab_size"]);
 }
 

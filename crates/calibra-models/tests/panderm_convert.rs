@@ -28,12 +28,10 @@ fn a_checkpoint_gives_panderms_linear_probe_feature() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("panderm");
     let done = convert_panderm(&fixture("checkpoint.pth"), &out, None, Some(4)).unwrap();
-    assert_eq!(
-        (done.embed_dim, done.depth, done.num_heads, done.patch_size, done.img_size),
-        (32, 2, 4, 8, 32)
-    );
+    let s = done.shape;
+    assert_eq!((s.embed_dim, s.depth, done.num_heads, s.patch, s.img_size()), (32, 2, 4, 8, 32));
     assert!(!done.pos_embed_computed);
-    assert_eq!(done.ignored, 4, "{:?}", done.ignored_examples);
+    assert_eq!(done.ignored, 4, "{}", done.ignored_sample);
     let device = Device::flex();
     let g = golden();
     let encoder = Encoder::load_dir(&out, &device).unwrap();
@@ -55,7 +53,7 @@ fn without_pos_embed_panderms_sincos_table_is_used() {
     let out = tmp.path().join("panderm-224");
     let done = convert_panderm(&fixture("no_pos_embed.pth"), &out, None, Some(4)).unwrap();
     assert!(done.pos_embed_computed);
-    assert_eq!(done.img_size, 224);
+    assert_eq!(done.shape.img_size(), 224);
     let device = Device::flex();
     let encoder = Encoder::load_dir(&out, &device).unwrap();
     // The script's image: x[0, c, h, w] = sin(0.01 · (97c + 13h + 7w)).

@@ -33,12 +33,10 @@ fn a_pretraining_checkpoint_gives_retfounds_global_pool_feature() {
     let out = tmp.path().join("retfound");
     let done =
         convert_retfound(&fixture("mae_pretrain.pth"), &out, None, Some(4), RetfoundPool::Avg).unwrap();
-    assert_eq!(done.entry.as_deref(), Some("model"));
-    assert_eq!(
-        (done.embed_dim, done.depth, done.num_heads, done.patch_size, done.img_size),
-        (32, 2, 4, 8, 32)
-    );
-    assert_eq!(done.mlp_hidden, 128);
+    assert_eq!(done.source.entry.as_deref(), Some("model"));
+    let s = done.shape;
+    assert_eq!((s.embed_dim, s.depth, done.num_heads, s.patch, s.img_size()), (32, 2, 4, 8, 32));
+    assert_eq!(s.mlp_hidden, 128);
     assert!(done.qkv_bias);
     assert_eq!(done.fc_norm, Some(FcNormSource::FreshInit));
     // mask_token + decoder_embed (2) + decoder_pos_embed + decoder_norm (2) + decoder_pred (2) + one

@@ -18,6 +18,7 @@ use safetensors::Dtype;
 
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
+use crate::hf::file_sha256::{file_sha256, hex};
 
 /// A tensor's stored type and shape, by name (prefix stripped).
 pub type Shapes = BTreeMap<String, (DType, Vec<usize>)>;
@@ -69,6 +70,55 @@ pub fn name_sample(names: &mut [String]) -> String {
     names.sort();
     let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
     format!("{}{}", shown.join(", "), if names.len() > shown.len() { ", …" } else { "" })
+}
+
+/// The shape of `tensor` (the one named `name`), which must exist with `rank` axes; `what` names the
+/// expected checkpoint in the error.
+pub fn required_shape(
+    tensor: Option<&Tensor>,
+    path: &Path,
+    name: &str,
+    rank: usize,
+    what: &str,
+) -> Result<Vec<usize>, ModelError> {
+    let tensor = tensor.ok_or_else(|| {
+        invalid(path, format!("missing '{name}': not {what} (or nested under another entry: pass --key)"))
+    })?;
+    if tensor.shape().len() != rank {
+        return Err(invalid(path, format!("'{name}' has shape {:?}, expected {rank} axes", tensor.shape())));
+    }
+    Ok(tensor.shape().to_vec())
+}
+
+/// The bytes of `tensor` (the one named `name`) in its stored type, as a tensor to write.
+pub(crate) fn owned_tensor(tensor: &Tensor, name: &str, path: &Path) -> Result<Owned, ModelError> {
+    let dtype = safetensors_dtype(tensor.dtype()).ok_or_else(|| {
+        invalid(path, format!("'{name}' is a {:?} tensor, which cannot be converted", tensor.dtype()))
+    })?;
+    let data = tensor.read().map_err(|e| invalid(path, format!("reading '{name}': {e}")))?;
+    Ok(Owned { dtype, shape: tensor.shape().to_vec(), data })
+}
+
+/// [`owned_tensor`] for a weight, which must be floating point.
+pub(crate) fn float_tensor(tensor: &Tensor, name: &str, path: &Path) -> Result<Owned, ModelError> {
+    if !is_float(tensor.dtype()) {
+        return Err(invalid(
+            path,
+            format!("'{name}' is a {:?} tensor, expected floating point", tensor.dtype()),
+        ));
+    }
+    owned_tensor(tensor, name, path)
+}
+
+/// Where a conversion's weights came from, as `calibra convert` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceCheckpoint {
+    /// The entry the weights were read from (`model`, `state_dict`, …), if not the top level.
+    pub entry: Option<String>,
+    /// The prefix taken off every name (`module.` for a DDP save), if any.
+    pub stripped_prefix: Option<String>,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
 }
 
 /// The weights of a PyTorch checkpoint file, found and unwrapped.
@@ -159,40 +209,18 @@ impl TorchStateDict {
         self.reader.get(&format!("{}{name}", self.strip))
     }
 
-    /// The shape of `name` (prefix stripped), which must exist with `rank` axes; `what` names the
-    /// expected checkpoint in the error.
+    /// The shape of `name` (prefix stripped): see [`required_shape`].
     pub fn required(&self, name: &str, rank: usize, what: &str) -> Result<Vec<usize>, ModelError> {
-        let tensor = self.get(name).ok_or_else(|| {
-            invalid(
-                &self.path,
-                format!("missing '{name}': not {what} (or nested under another entry: pass --key)"),
-            )
-        })?;
-        if tensor.shape().len() != rank {
-            return Err(invalid(
-                &self.path,
-                format!("'{name}' has shape {:?}, expected {rank} axes", tensor.shape()),
-            ));
-        }
-        Ok(tensor.shape().to_vec())
+        required_shape(self.get(name), &self.path, name, rank, what)
     }
 
-    /// The prefix removed from every name, if any.
-    pub fn stripped_prefix(&self) -> Option<String> {
-        (!self.strip.is_empty()).then(|| self.strip.to_string())
-    }
-
-    /// The bytes of the tensor `name` (prefix stripped) in its stored type, as a tensor to write.
-    pub(crate) fn owned(&self, name: &str) -> Result<Owned, ModelError> {
-        let tensor = self.get(name).ok_or_else(|| invalid(&self.path, format!("missing '{name}'")))?;
-        let dtype = safetensors_dtype(tensor.dtype()).ok_or_else(|| {
-            invalid(
-                &self.path,
-                format!("'{name}' is a {:?} tensor, which cannot be converted", tensor.dtype()),
-            )
-        })?;
-        let data = tensor.read().map_err(|e| invalid(&self.path, format!("reading '{name}': {e}")))?;
-        Ok(Owned { dtype, shape: tensor.shape().to_vec(), data })
+    /// Where the weights came from: the entry, the stripped prefix, the file's SHA-256.
+    pub fn source(&self) -> Result<SourceCheckpoint, ModelError> {
+        Ok(SourceCheckpoint {
+            entry: self.entry.clone(),
+            stripped_prefix: (!self.strip.is_empty()).then(|| self.strip.to_string()),
+            sha256: hex(&file_sha256(&self.path)?),
+        })
     }
 }
 

@@ -31,9 +31,8 @@ use serde_json::json;
 
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
-use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::refuse_existing;
-use crate::hf::torch_state_dict::{TorchStateDict, invalid, name_sample};
+use crate::hf::torch_state_dict::{SourceCheckpoint, TorchStateDict, invalid, name_sample, owned_tensor};
 use crate::timm::write_dir::publish_timm_dir;
 
 /// hi-ml's torchvision ResNet, inside `ImageModel`.
@@ -52,10 +51,8 @@ pub const BIOVIL_CROP: usize = 480;
 #[derive(Debug, Clone)]
 pub struct ConvertedBiovil {
     pub out: PathBuf,
-    /// The entry the weights were read from, if not the top level.
-    pub entry: Option<String>,
-    /// The prefix taken off every name, if any.
-    pub stripped_prefix: Option<String>,
+    /// Where the weights came from.
+    pub source: SourceCheckpoint,
     /// `resnet50` (bottleneck blocks) or `resnet18` (basic blocks).
     pub architecture: &'static str,
     pub depths: Vec<usize>,
@@ -65,8 +62,6 @@ pub struct ConvertedBiovil {
     /// Names dropped, by group.
     pub dropped: BTreeMap<&'static str, usize>,
     pub parameters: u64,
-    /// SHA-256 of the source file, hex.
-    pub source_sha256: String,
 }
 
 fn dropped_group(name: &str) -> Option<&'static str> {
@@ -88,8 +83,7 @@ pub fn convert_biovil(source: &Path, out: &Path, key: Option<&str>) -> Result<Co
     refuse_existing(out)?;
     let top = |names: &[String]| names.iter().any(|n| n.starts_with(ENCODER_PREFIX));
     let state = TorchStateDict::open(source, key, &["state_dict", "model"], top, WHAT)?;
-    let names: Vec<String> = state.iter().map(|(n, _)| n.to_string()).collect();
-    if names.iter().any(|n| BIOVIL_T_MARKERS.iter().any(|m| n.starts_with(m))) {
+    if state.iter().any(|(n, _)| BIOVIL_T_MARKERS.iter().any(|m| n.starts_with(m))) {
         return Err(ModelError::UnsupportedConfig {
             path: source.into(),
             message: "a BioViL-T checkpoint (multi-image encoder: encoder.backbone_to_vit, vit_pooler, \
@@ -146,17 +140,17 @@ pub fn convert_biovil(source: &Path, out: &Path, key: Option<&str>) -> Result<Co
     let mut dropped: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut parameters = 0u64;
-    for name in &names {
+    for (name, tensor) in state.iter() {
         if let Some(group) = dropped_group(name) {
             *dropped.entry(group).or_insert(0) += 1;
         } else if let Some(timm_name) = name.strip_prefix(ENCODER_PREFIX) {
-            let owned = state.owned(name)?;
+            let owned = owned_tensor(tensor, name, source)?;
             if !timm_name.ends_with("num_batches_tracked") {
                 parameters += owned.shape.iter().product::<usize>() as u64;
             }
             tensors.push((timm_name.to_string(), owned));
         } else {
-            unknown.push(name.clone());
+            unknown.push(name.to_string());
         }
     }
     if !unknown.is_empty() {
@@ -190,19 +184,17 @@ pub fn convert_biovil(source: &Path, out: &Path, key: Option<&str>) -> Result<Co
             "classifier": "fc",
         },
     });
-    let source_sha256 = hex(&file_sha256(source)?);
+    let from = state.source()?;
     publish_timm_dir(out, &config, &tensors, source, "a timm ResNet")?;
     Ok(ConvertedBiovil {
         out: out.into(),
-        entry: state.entry.clone(),
-        stripped_prefix: state.stripped_prefix(),
+        source: from,
         architecture,
         depths,
         channels,
         features,
         dropped,
         parameters,
-        source_sha256,
     })
 }
 

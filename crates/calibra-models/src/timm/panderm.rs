@@ -25,20 +25,21 @@
 //! (torchvision's default, bilinear), `CenterCrop(224)`, and PanDerm's ImageNet constants, whose
 //! standard deviation is `(0.228, 0.224, 0.225)` (not timm's 0.229 for red).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use pytorch_reader::Tensor;
 use safetensors::Dtype;
 use serde_json::json;
 
-use super::vit_checkpoint::{BLOCK_PARAMS, ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
+use super::vit_checkpoint::{
+    BLOCK_PARAMS, ViTPreprocess, VitShape, head_count, read_vit_shape, timm_vit_config,
+};
 use super::write_dir::publish_timm_dir;
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
-use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::refuse_existing;
-use crate::hf::torch_state_dict::{TorchStateDict, invalid, is_float, safetensors_dtype};
+use crate::hf::torch_state_dict::{SourceCheckpoint, TorchStateDict, float_tensor, invalid, name_sample};
 
 const WHAT: &str = "a PanDerm (CAE ViT) state dict";
 
@@ -55,25 +56,18 @@ const PANDERM_BLOCK_PARAMS: [&str; 4] = ["attn.q_bias", "attn.v_bias", "gamma_1"
 #[derive(Debug, Clone)]
 pub struct ConvertedPanderm {
     pub out: PathBuf,
-    /// The entry the weights were read from, if not the top level.
-    pub entry: Option<String>,
-    /// The prefix taken off every name (`module.`), if any.
-    pub stripped_prefix: Option<String>,
-    pub embed_dim: usize,
-    pub depth: usize,
+    /// Where the weights came from.
+    pub source: SourceCheckpoint,
+    /// The architecture read off the shapes (the grid of 224 px when `pos_embed` was computed).
+    pub shape: VitShape,
     pub num_heads: usize,
-    pub patch_size: usize,
-    pub img_size: usize,
-    pub mlp_hidden: usize,
     /// Whether `pos_embed` was computed (absent from the checkpoint).
     pub pos_embed_computed: bool,
     /// Names PanDerm's ViT does not have, dropped (PanDerm's strict=False load ignores them).
     pub ignored: usize,
-    /// A few of them, sorted, to show.
-    pub ignored_examples: Vec<String>,
+    /// The first of them, sorted, to show ([`name_sample`]).
+    pub ignored_sample: String,
     pub parameters: u64,
-    /// SHA-256 of the source file, hex.
-    pub source_sha256: String,
 }
 
 /// PanDerm's `build_2d_sincos_position_embedding` for a `grid × grid` patch grid: a zero class-token
@@ -172,17 +166,13 @@ pub fn convert_panderm(
                 format!("missing '{name}': PanDerm's ViT has it, and this command does not guess it"),
             )
         })?;
-        let dtype = safetensors_dtype(t.dtype()).filter(|_| is_float(t.dtype())).ok_or_else(|| {
-            invalid(source, format!("'{name}' is a {:?} tensor, expected floating point", t.dtype()))
-        })?;
-        let data = t.read().map_err(|e| invalid(source, format!("reading '{name}': {e}")))?;
-        Ok(Owned { dtype, shape: t.shape().to_vec(), data })
+        float_tensor(t, name, source)
     };
     let mut tensors: Vec<(String, Owned)> = Vec::new();
-    let mut used: Vec<String> = Vec::new();
+    let mut used: BTreeSet<String> = BTreeSet::new();
     for (timm, panderm) in &copies {
         tensors.push((timm.clone(), owned(panderm)?));
-        used.push(panderm.clone());
+        used.insert(panderm.clone());
     }
     if pos_embed_computed {
         let values = sincos_position_embedding(shape.embed_dim, shape.grid);
@@ -210,8 +200,7 @@ pub fn convert_panderm(
     }
     tensors.sort_by(|a, b| a.0.cmp(&b.0));
     let parameters: u64 = tensors.iter().map(|(_, t)| t.shape.iter().product::<usize>() as u64).sum();
-    let mut ignored: Vec<String> = names.iter().filter(|n| !used.contains(n)).cloned().collect();
-    ignored.sort();
+    let mut ignored: Vec<String> = names.iter().filter(|n| !used.contains(*n)).cloned().collect();
 
     let preprocess = ViTPreprocess {
         interpolation: "bilinear",
@@ -220,23 +209,17 @@ pub fn convert_panderm(
         std: PANDERM_STD,
     };
     let config = timm_vit_config(&shape, heads, "token", json!({ "init_values": 0.1 }), &preprocess, source)?;
-    let source_sha256 = hex(&file_sha256(source)?);
+    let from = state.source()?;
     publish_timm_dir(out, &config, &tensors, source, "a timm ViT")?;
     Ok(ConvertedPanderm {
         out: out.into(),
-        entry: state.entry.clone(),
-        stripped_prefix: state.stripped_prefix(),
-        embed_dim: shape.embed_dim,
-        depth: shape.depth,
+        source: from,
+        shape,
         num_heads: heads,
-        patch_size: shape.patch,
-        img_size: shape.img_size(),
-        mlp_hidden: shape.mlp_hidden,
         pos_embed_computed,
         ignored: ignored.len(),
-        ignored_examples: ignored.into_iter().take(5).collect(),
+        ignored_sample: name_sample(&mut ignored),
         parameters,
-        source_sha256,
     })
 }
 

@@ -31,13 +31,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::vit_checkpoint::{BLOCK_PARAMS, ViTPreprocess, head_count, read_vit_shape, timm_vit_config};
+use super::vit_checkpoint::{
+    BLOCK_PARAMS, ViTPreprocess, VitShape, head_count, read_vit_shape, timm_vit_config,
+};
 use super::write_dir::publish_timm_dir;
 use crate::clip::open_clip::convert::Owned;
 use crate::error::ModelError;
-use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::refuse_existing;
-use crate::hf::torch_state_dict::{TorchStateDict, invalid, is_float, name_sample};
+use crate::hf::torch_state_dict::{SourceCheckpoint, TorchStateDict, float_tensor, invalid, name_sample};
 
 /// timm's `IMAGENET_DEFAULT_MEAN` (RETFound's normalisation).
 pub const IMAGENET_MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -66,16 +67,11 @@ pub enum FcNormSource {
 #[derive(Debug, Clone)]
 pub struct ConvertedRetfound {
     pub out: PathBuf,
-    /// The entry the weights were read from (`model` for RETFound's releases).
-    pub entry: Option<String>,
-    /// The prefix taken off every name, if any.
-    pub stripped_prefix: Option<String>,
-    pub embed_dim: usize,
-    pub depth: usize,
+    /// Where the weights came from (the `model` entry for RETFound's releases).
+    pub source: SourceCheckpoint,
+    /// The architecture read off the shapes.
+    pub shape: VitShape,
     pub num_heads: usize,
-    pub patch_size: usize,
-    pub img_size: usize,
-    pub mlp_hidden: usize,
     pub qkv_bias: bool,
     pub pool: RetfoundPool,
     /// `Some` for the global-pool feature.
@@ -83,8 +79,6 @@ pub struct ConvertedRetfound {
     /// Names dropped, by group (`MAE decoder`: 57, …).
     pub dropped: BTreeMap<&'static str, usize>,
     pub parameters: u64,
-    /// SHA-256 of the source file, hex.
-    pub source_sha256: String,
 }
 
 /// What a name of the checkpoint is.
@@ -164,14 +158,8 @@ pub fn convert_retfound(
     for (name, tensor) in state.iter() {
         match role(name, pool, shape.depth, qkv_bias) {
             Some(Role::Keep) => {
-                if !is_float(tensor.dtype()) {
-                    return Err(invalid(
-                        source,
-                        format!("'{name}' is a {:?} tensor, expected floating point", tensor.dtype()),
-                    ));
-                }
+                tensors.push((name.to_string(), float_tensor(tensor, name, source)?));
                 parameters += tensor.num_elements() as u64;
-                tensors.push((name.to_string(), state.owned(name)?));
             }
             Some(Role::Drop(group)) => *dropped.entry(group).or_insert(0) += 1,
             None => unknown.push(name.to_string()),
@@ -230,24 +218,18 @@ pub fn convert_retfound(
     };
     let config =
         timm_vit_config(&shape, heads, global_pool, json!({ "qkv_bias": qkv_bias }), &preprocess, source)?;
-    let source_sha256 = hex(&file_sha256(source)?);
+    let from = state.source()?;
     publish_timm_dir(out, &config, &tensors, source, "a timm ViT")?;
     Ok(ConvertedRetfound {
         out: out.into(),
-        entry: state.entry.clone(),
-        stripped_prefix: state.stripped_prefix(),
-        embed_dim: shape.embed_dim,
-        depth: shape.depth,
+        source: from,
+        shape,
         num_heads: heads,
-        patch_size: shape.patch,
-        img_size,
-        mlp_hidden: shape.mlp_hidden,
         qkv_bias,
         pool,
         fc_norm,
         dropped,
         parameters,
-        source_sha256,
     })
 }
 

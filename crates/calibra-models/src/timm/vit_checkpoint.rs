@@ -8,7 +8,7 @@ use pytorch_reader::Tensor;
 use serde_json::{Value, json};
 
 use crate::error::ModelError;
-use crate::hf::torch_state_dict::invalid;
+use crate::hf::torch_state_dict::{invalid, required_shape};
 
 /// The parameters every pre-norm ViT block of timm's naming has, after `blocks.{i}.`, besides its
 /// attention input projection (`attn.qkv`, whose bias varies between checkpoints) and any LayerScale.
@@ -51,13 +51,7 @@ fn required<'a>(
     rank: usize,
     what: &str,
 ) -> Result<Vec<usize>, ModelError> {
-    let t = get(name).ok_or_else(|| {
-        invalid(path, format!("missing '{name}': not {what} (or nested under another entry: pass --key)"))
-    })?;
-    if t.shape().len() != rank {
-        return Err(invalid(path, format!("'{name}' has shape {:?}, expected {rank} axes", t.shape())));
-    }
-    Ok(t.shape().to_vec())
+    required_shape(get(name), path, name, rank, what)
 }
 
 /// Reads the architecture from `patch_embed.proj.weight`, `cls_token`, `blocks.{i}.mlp.fc1.weight`

@@ -40,9 +40,10 @@ use serde_json::{Value, json};
 use super::config::{OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS};
 use super::convert::{Owned, pt_format, serialize_tensors};
 use crate::error::ModelError;
-use crate::hf::file_sha256::{file_sha256, hex};
 use crate::hf::staged_dir::{publish_directory, refuse_existing};
-use crate::hf::torch_state_dict::{Shapes, TorchStateDict, invalid, is_float, safetensors_dtype};
+use crate::hf::torch_state_dict::{
+    Shapes, SourceCheckpoint, TorchStateDict, invalid, is_float, owned_tensor,
+};
 
 /// OpenAI CLIP's image normalisation (`OPENAI_DATASET_MEAN` / `_STD` in open_clip).
 pub const OPENAI_MEAN: [f64; 3] = [0.48145466, 0.4578275, 0.40821073];
@@ -104,19 +105,14 @@ pub struct ConvertedOpenAiClip {
     pub out: PathBuf,
     /// The inferred `model_cfg`.
     pub model_cfg: Value,
-    /// The entry the state dict was read from (`state_dict` for a training script's save), if not
-    /// the top level.
-    pub entry: Option<String>,
-    /// The prefix taken off every name (`module.` for a DDP save), if any.
-    pub stripped_prefix: Option<String>,
+    /// Where the weights came from (`state_dict` entry and `module.` prefix for a DDP training save).
+    pub source: SourceCheckpoint,
     /// Weight tensors written, by stored float type (`F16`: …).
     pub dtypes: BTreeMap<String, usize>,
     /// Parameters in all.
     pub parameters: u64,
     /// Integer entries checked and dropped.
     pub dropped: Vec<String>,
-    /// SHA-256 of the source file, hex.
-    pub source_sha256: String,
 }
 
 impl ConvertedOpenAiClip {
@@ -268,15 +264,14 @@ pub fn convert_openai_clip(
     let mut parameters = 0u64;
     for (name, tensor) in state.iter() {
         let original = format!("{}{name}", state.strip);
-        let bytes = tensor.read().map_err(|e| invalid(source, format!("reading '{original}': {e}")))?;
-        if is_float(tensor.dtype())
-            && let Some(dtype) = safetensors_dtype(tensor.dtype())
-        {
-            *dtypes.entry(format!("{dtype:?}")).or_insert(0) += 1;
+        if is_float(tensor.dtype()) {
+            let weight = owned_tensor(tensor, &original, source)?;
+            *dtypes.entry(format!("{:?}", weight.dtype)).or_insert(0) += 1;
             parameters += tensor.num_elements() as u64;
-            tensors.push((name.to_string(), Owned { dtype, shape: tensor.shape().to_vec(), data: bytes }));
+            tensors.push((name.to_string(), weight));
             continue;
         }
+        let bytes = tensor.read().map_err(|e| invalid(source, format!("reading '{original}': {e}")))?;
         let Some(expected) = expected_integer(name, &model_cfg) else {
             return Err(invalid(
                 source,
@@ -302,19 +297,9 @@ pub fn convert_openai_clip(
     dropped.sort();
 
     let config = json!({ "model_cfg": model_cfg, "preprocess_cfg": preprocess.to_json() });
-    let source_sha256 = hex(&file_sha256(source)?);
-    let (entry, stripped_prefix) = (state.entry.clone(), state.stripped_prefix());
+    let from = state.source()?;
     write_directory(out, &config, &tensors, source)?;
-    Ok(ConvertedOpenAiClip {
-        out: out.into(),
-        model_cfg,
-        entry,
-        stripped_prefix,
-        dtypes,
-        parameters,
-        dropped,
-        source_sha256,
-    })
+    Ok(ConvertedOpenAiClip { out: out.into(), model_cfg, source: from, dtypes, parameters, dropped })
 }
 
 /// Writes the two files under a temporary sibling of `out`, loads them back, then renames.
