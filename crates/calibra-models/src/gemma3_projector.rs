@@ -53,10 +53,16 @@ impl Gemma3ProjectorConfig {
         }))
     }
 
+    /// `√mm_tokens_per_image`, rounded: the tokens a side after pooling (checked by
+    /// [`Self::tokens_per_side`]).
+    fn side(&self) -> usize {
+        (self.mm_tokens_per_image as f64).sqrt().round() as usize
+    }
+
     /// Tokens a side after pooling, checked against the tower's `patches_per_side` (the average pool
     /// must tile the patch grid exactly).
     pub fn tokens_per_side(&self, patches_per_side: usize, cfg: &HfConfig) -> Result<usize, ModelError> {
-        let t = (self.mm_tokens_per_image as f64).sqrt().round() as usize;
+        let t = self.side();
         if t == 0 || t * t != self.mm_tokens_per_image || !patches_per_side.is_multiple_of(t) {
             return Err(cfg.invalid(format!(
                 "'{PROJECTOR_KEY}.mm_tokens_per_image' = {}: must be a square whose side divides the {patches_per_side} \
@@ -67,12 +73,12 @@ impl Gemma3ProjectorConfig {
         Ok(t)
     }
 
-    /// The module with zero weights (a checkpoint overwrites them).
+    /// The module with zero weights (a checkpoint overwrites them), for a tower of width `d_vision`
+    /// and `patches_per_side` patches a side ([`Self::tokens_per_side`] checks that they fit).
     pub fn init(
         &self,
         d_vision: usize,
         patches_per_side: usize,
-        tokens_per_side: usize,
         eps: f64,
         device: &Device,
     ) -> Gemma3Projector {
@@ -80,7 +86,7 @@ impl Gemma3ProjectorConfig {
             input_projection: Param::from_tensor(Tensor::zeros([d_vision, self.text_hidden_size], device)),
             soft_emb_norm: Param::from_tensor(Tensor::zeros([d_vision], device)),
             patches_per_side,
-            tokens_per_side,
+            tokens_per_side: self.side().max(1),
             eps,
         }
     }

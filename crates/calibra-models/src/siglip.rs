@@ -126,11 +126,10 @@ impl SiglipVisionConfig {
                 mlp: MlpConfig::new(self.d_model, self.d_hidden, self.activation).init(device),
                 n_heads: self.n_heads,
             }),
-            projector: self.projector.as_ref().map(|p| {
-                // Validated by `from_hf`; a config built in code gets the same rounding.
-                let t = (p.mm_tokens_per_image as f64).sqrt().round() as usize;
-                p.init(self.d_model, grid, t.max(1), self.layer_norm_eps, device)
-            }),
+            projector: self
+                .projector
+                .as_ref()
+                .map(|p| p.init(self.d_model, grid, self.layer_norm_eps, device)),
         }
     }
 }

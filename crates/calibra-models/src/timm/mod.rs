@@ -265,7 +265,7 @@ pub fn timm_vit_key_map() -> KeyMap {
 struct RawView<'a> {
     dtype: Dtype,
     shape: Vec<usize>,
-    data: &'a [u8],
+    data: std::borrow::Cow<'a, [u8]>,
 }
 
 impl safetensors::View for RawView<'_> {
@@ -276,7 +276,7 @@ impl safetensors::View for RawView<'_> {
         &self.shape
     }
     fn data(&self) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Borrowed(self.data)
+        std::borrow::Cow::Borrowed(&self.data)
     }
     fn data_len(&self) -> usize {
         self.data.len()
@@ -301,7 +301,7 @@ pub fn split_fused_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError>
         let Some((i, kind)) = fused else {
             views.push((
                 name.clone(),
-                RawView { dtype: t.dtype(), shape: t.shape().to_vec(), data: t.data() },
+                RawView { dtype: t.dtype(), shape: t.shape().to_vec(), data: t.data().into() },
             ));
             continue;
         };
@@ -320,7 +320,7 @@ pub fn split_fused_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError>
                 RawView {
                     dtype: t.dtype(),
                     shape: part_shape.clone(),
-                    data: &t.data()[j * chunk..(j + 1) * chunk],
+                    data: t.data()[j * chunk..(j + 1) * chunk].into(),
                 },
             ));
         }
@@ -346,13 +346,15 @@ pub fn fuse_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError> {
     };
     let mut fused: std::collections::BTreeMap<String, [Option<safetensors::tensor::TensorView<'_>>; 3]> =
         Default::default();
-    let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    // Every other tensor is written from the input's bytes; only the fused ones are new.
+    let mut out: Vec<(String, RawView<'_>)> = Vec::new();
     for (name, t) in st.tensors() {
         match part_of(&name) {
             Some((i, kind, j)) => {
                 fused.entry(format!("blocks.{i}.attn.qkv.{kind}")).or_default()[j] = Some(t)
             }
-            None => owned.push((name, t.dtype(), t.shape().to_vec(), t.data().to_vec())),
+            None => out
+                .push((name, RawView { dtype: t.dtype(), shape: t.shape().to_vec(), data: t.data().into() })),
         }
     }
     for (name, parts) in fused {
@@ -365,13 +367,9 @@ pub fn fuse_qkv(bytes: &[u8], path: &Path) -> Result<Vec<u8>, ModelError> {
         let mut shape = q.shape().to_vec();
         shape[0] *= 3;
         let data = [q.data(), k.data(), v.data()].concat();
-        owned.push((name, q.dtype(), shape, data));
+        out.push((name, RawView { dtype: q.dtype(), shape, data: data.into() }));
     }
-    owned.sort_by(|a, b| a.0.cmp(&b.0));
-    let views: Vec<(String, RawView<'_>)> = owned
-        .iter()
-        .map(|(n, dtype, shape, data)| (n.clone(), RawView { dtype: *dtype, shape: shape.clone(), data }))
-        .collect();
-    let metadata = Some(std::collections::HashMap::from([("format".to_string(), "pt".to_string())]));
-    safetensors::serialize(views, metadata).map_err(|e| store_err(e.to_string()))
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    safetensors::serialize(out, crate::clip::open_clip::convert::pt_format())
+        .map_err(|e| store_err(e.to_string()))
 }
