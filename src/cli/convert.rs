@@ -295,11 +295,12 @@ fn vision_tower(a: &VisionTowerArgs) -> Result<()> {
             "  note: the checkpoint has no preprocessor_config.json; add the tower's own before `calibra features`"
         ),
     }
-    match done.projector {
-        Some((tokens, width)) => {
+    match &done.projector {
+        Some(p) => {
             println!(
-                "  with Gemma 3's multimodal projector: the feature is the mean of the {tokens} projected image \
-                 tokens, {width} wide (the input of the language decoder)"
+                "  with Gemma 3's multimodal projector: the feature is the mean of the {} projected image \
+                 tokens, {} wide (the input of the language decoder)",
+                p.mm_tokens_per_image, p.text_hidden_size
             );
             println!(
                 "use it as --encoder {} (features and probes; fine-tuning needs the tower without --projector)",

@@ -53,6 +53,15 @@ impl Gemma3ProjectorConfig {
         }))
     }
 
+    /// The `calibra_projector` object [`Self::from_tower_config`] reads.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "type": "gemma3",
+            "mm_tokens_per_image": self.mm_tokens_per_image,
+            "text_hidden_size": self.text_hidden_size,
+        })
+    }
+
     /// `√mm_tokens_per_image`, rounded: the tokens a side after pooling (checked by
     /// [`Self::tokens_per_side`]).
     fn side(&self) -> usize {
@@ -132,5 +141,20 @@ impl Gemma3Projector {
     /// The feature width.
     pub fn width(&self) -> usize {
         self.input_projection.dims()[1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_written_object_reads_back() {
+        let cfg = Gemma3ProjectorConfig { mm_tokens_per_image: 256, text_hidden_size: 2560 };
+        let tower = HfConfig::from_value("config.json", serde_json::json!({ PROJECTOR_KEY: cfg.to_json() }));
+        assert_eq!(Gemma3ProjectorConfig::from_tower_config(&tower).unwrap(), Some(cfg.clone()));
+        assert_eq!(cfg.tokens_per_side(64, &tower).unwrap(), 16);
+        let e = cfg.tokens_per_side(60, &tower).unwrap_err().to_string();
+        assert!(e.contains("mm_tokens_per_image"), "{e}");
     }
 }

@@ -160,7 +160,8 @@ fn medgemmas_projector_gives_transformers_projected_image_features() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("stack");
         let done = extract_vision_tower(&fixtures().join(layout), &out, true).unwrap();
-        assert_eq!(done.projector, Some((4, 16)));
+        let projector = done.projector.expect("the projector is kept");
+        assert_eq!((projector.mm_tokens_per_image, projector.text_hidden_size), (4, 16));
         let encoder = Encoder::load_dir(&out, &device).unwrap();
         let EncoderModel::SiglipVision(tower) = &encoder.model else { panic!("not a SigLIP tower") };
         let projector = tower.projector.as_ref().expect("the projector is loaded");

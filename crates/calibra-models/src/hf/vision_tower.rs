@@ -35,6 +35,7 @@ use super::config::read_config;
 use super::staged_dir::{publish_directory, refuse_existing};
 use crate::clip::open_clip::convert::{Owned, pt_format, serialize_tensors};
 use crate::error::ModelError;
+use crate::gemma3_projector::{Gemma3ProjectorConfig, PROJECTOR_KEY};
 
 /// The tower types calibra loads standalone.
 const TOWER_TYPES: [&str; 2] = ["siglip_vision_model", "clip_vision_model"];
@@ -65,8 +66,8 @@ pub struct ExtractedVisionTower {
     pub files_read: usize,
     /// What happened to `preprocessor_config.json`.
     pub preprocessor: PreprocessorNote,
-    /// With the projector: (tokens per image, feature width).
-    pub projector: Option<(usize, usize)>,
+    /// With the projector: its tokens per image and output width.
+    pub projector: Option<Gemma3ProjectorConfig>,
 }
 
 /// Where Gemma 3's projector may sit (transformers 5 in-memory and saved names, 4.x names).
@@ -247,13 +248,12 @@ fn safetensors_dtype(name: &str, dtype: &str, path: &Path) -> Result<safetensors
     })
 }
 
-/// The `calibra_projector` object for a Gemma 3 config, and the projector's tensors to copy
-/// (source name → written name).
+/// The projector of a Gemma 3 config, and its tensors to copy (source name → written name).
 fn projector_plan(
     config: &super::HfConfig,
     source_model_type: &str,
     entries: &BTreeMap<String, Entry>,
-) -> Result<(Value, Vec<(String, String)>), ModelError> {
+) -> Result<(Gemma3ProjectorConfig, Vec<(String, String)>), ModelError> {
     if source_model_type != "gemma3" {
         return Err(ModelError::UnsupportedConfig {
             path: config.path.clone(),
@@ -299,13 +299,11 @@ fn projector_plan(
             ),
         ));
     }
-    let object =
-        serde_json::json!({"type": "gemma3", "mm_tokens_per_image": tokens, "text_hidden_size": width});
     let copies = PROJECTOR_PARAMS
         .iter()
         .map(|n| (format!("{prefix}{n}"), format!("multi_modal_projector.{n}")))
         .collect();
-    Ok((object, copies))
+    Ok((Gemma3ProjectorConfig { mm_tokens_per_image: tokens, text_hidden_size: width }, copies))
 }
 
 /// Extracts the vision tower of the multimodal checkpoint in `dir` into the new directory `out`;
@@ -379,7 +377,7 @@ pub fn extract_vision_tower(
     let mut vision = vision;
     let mut projector_summary = None;
     if projector {
-        let (object, copies) = projector_plan(&config, &source_model_type, &entries)?;
+        let (projector, copies) = projector_plan(&config, &source_model_type, &entries)?;
         for (from, to) in copies {
             let entry = &entries[&from];
             let dtype = safetensors_dtype(&from, &entry.dtype, &entry.file)?;
@@ -387,13 +385,10 @@ pub fn extract_vision_tower(
             parameters += entry.shape.iter().product::<usize>() as u64;
             tensors.push((to, Owned { dtype, shape: entry.shape.clone(), data: read_range(entry)? }));
         }
-        projector_summary = Some((
-            object["mm_tokens_per_image"].as_u64().unwrap_or(0) as usize,
-            object["text_hidden_size"].as_u64().unwrap_or(0) as usize,
-        ));
         if let Some(v) = vision.as_object_mut() {
-            v.insert(crate::gemma3_projector::PROJECTOR_KEY.into(), object);
+            v.insert(PROJECTOR_KEY.into(), projector.to_json());
         }
+        projector_summary = Some(projector);
     }
 
     let weights_name = "model.safetensors";
