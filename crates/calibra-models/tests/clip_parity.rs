@@ -8,7 +8,7 @@ use calibra_models::clip::{ClipModel, ClipVisionTransformer};
 use serde_json::Value;
 
 mod common;
-use common::flat;
+use common::{assert_within, flat};
 
 const TOL: f32 = 1e-4;
 
@@ -26,13 +26,7 @@ fn tensor4(v: &Value, device: &Device) -> Tensor<4> {
 }
 
 fn assert_close<const D: usize>(name: &str, got: Tensor<D>, want: &Value) -> f32 {
-    let (want, shape) = flat(want);
-    assert_eq!(got.dims().to_vec(), shape, "{name}: shape");
-    let got: Vec<f32> = got.into_data().try_to_vec::<f32>().unwrap();
-    let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    eprintln!("{name}: max |diff| {max:e}");
-    assert!(max <= TOL, "{name}: max |diff| {max:e} > {TOL:e}");
-    max
+    assert_within(name, got, want, TOL)
 }
 
 fn ids(g: &Value) -> Vec<Vec<u32>> {

@@ -13,7 +13,7 @@ use calibra_models::encoder::{Encoder, EncoderModel};
 use calibra_models::error::ModelError;
 
 mod common;
-use common::{max_abs_diff, read_tensors};
+use common::{assert_close_to, max_abs_diff, read_tensors};
 
 const TOL: f32 = 1e-4;
 
@@ -40,9 +40,7 @@ impl Golden {
 }
 
 fn assert_close<const D: usize>(what: &str, got: &Tensor<D>, expected: &(Vec<usize>, Vec<f32>)) {
-    let diff = max_abs_diff(got, expected);
-    eprintln!("{what}: max |Δ| = {diff:e}");
-    assert!(diff <= TOL, "{what}: max |Δ| = {diff:e} > {TOL:e}");
+    assert_close_to(what, got, expected, TOL);
 }
 
 /// Checks last hidden state, pooled output, block-2 output and (when present) the
