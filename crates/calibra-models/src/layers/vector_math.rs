@@ -2,21 +2,23 @@
 //!
 //! flex's exact GELU calls the scalar `libm::erff` per element, a branchy function the compiler
 //! cannot vectorise: it was a sixth of a ViT-B/16 block's time on N(0, 1) activations
-//! (benches/RESULTS.md, "The exact GELU, vectorised"). These two functions use only arithmetic,
+//! (benches/RESULTS.md, "The exact GELU, vectorised"). These functions use only arithmetic,
 //! comparisons turned into selects, `round` and bit casts, so a loop over a slice vectorises.
 //! Each element's result depends on that element alone, so the thread count cannot change it.
 //!
 //! - [`exp`]: Cody–Waite range reduction `x = n·ln 2 + r`, `|r| ≤ ln 2 / 2` (ln 2 split in a
 //!   short high part and a low part), the degree-7 Taylor polynomial of `eʳ` (truncation below
 //!   6e-9 relative), and `2ⁿ` built from exponent bits. Subnormal results are produced (not
-//!   flushed); below −104, 0; above 89, +∞; NaN gives NaN.
+//!   flushed); below −104, 0; above 89, +∞; NaN gives NaN. [`exp_of_sum`] is the same function of
+//!   a sum given in two parts, reduced as one, so that a product of two exponentials costs one.
 //! - [`normal_cdf`]: `Φ(x) = erfc(−x/√2)/2`. For `|x|/√2 < 0.75`, `1/2 + erf(x/√2)/2` with erf's
 //!   Taylor series to the 15th power; beyond, the Chebyshev fit of Numerical Recipes (Press et
 //!   al., 2nd ed., §6.2, `erfcc`): `erfc(z) ≈ t·exp(−z² + P(t))`, `t = 1/(1 + z/2)`, `z ≥ 0`,
 //!   fractional error below 1.2e-7, with `erfc(−z) = 2 − erfc(z)`. The lower tail is computed as
 //!   such, not as `1 + erf(x)`, so it keeps its relative accuracy where `1 + erf` cancels (the
 //!   GELU of a negative `x`), and `z²` is formed from `x` exactly (see the code), so the error does
-//!   not grow with `|x|`. Relative error below 6e-7 over the normal range (about 5 ulps; the
+//!   not grow with `|x|`; its two exponentials (that split, and the fit's `P(t)`) are taken as
+//!   one [`exp_of_sum`]. Relative error below 6e-7 over the normal range (about 5 ulps; the
 //!   worst measured is in the fit's range, the series keeps about 1 ulp).
 //!
 //! Measured against f64 references over the whole f32 range in the tests below.
@@ -33,6 +35,18 @@ const ROUNDING_SHIFT: f32 = 12_582_912.0;
 /// `eˣ` in f32 (see the module docs for its range and accuracy).
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
+    exp_of_sum(x, 0.0)
+}
+
+/// `e^(high + low)` with one range reduction over both parts: `n = round((high + low) / ln 2)`, then
+/// `r = ((high − n·ln 2_high) + low) − n·ln 2_low`. Where `high` carries the magnitude and is exact
+/// (the Gaussian exponent of [`normal_cdf`]), `high − n·ln 2_high` is exact too (two f32 on a
+/// common grid, their difference below 2 + ln 2 / 2), so `low` enters the reduced argument at full
+/// accuracy: the same result as `exp(high) · exp(low)` to within an ulp, for one exponential's
+/// work. With `low = 0` this is [`exp`].
+#[inline(always)]
+pub(crate) fn exp_of_sum(high: f32, low: f32) -> f32 {
+    let x = high + low;
     // Past these bounds eˣ is 0 (below half the smallest subnormal) or +∞ in f32; the clamp keeps
     // `n` in [−150, 128] and the selects below restore the limits. NaN passes through the arithmetic.
     let clamped = x.clamp(-104.0, 89.0);
@@ -40,7 +54,9 @@ pub(crate) fn exp(x: f32) -> f32 {
     // additions, where `f32::round` would need SSE4.1 and becomes a library call without it.
     let shifted = clamped * LOG2_E + ROUNDING_SHIFT;
     let n_float = shifted - ROUNDING_SHIFT;
-    let r = (clamped - n_float * LN_2_HIGH) - n_float * LN_2_LOW;
+    // Inside the clamp, `high + low` is `x` and the reduction is exact as above; outside it, the
+    // selects below replace whatever `r` gives.
+    let r = ((high - n_float * LN_2_HIGH) + low) - n_float * LN_2_LOW;
     let p = 1.0
         + r * (1.0
             + r * (0.5
@@ -58,7 +74,6 @@ pub(crate) fn exp(x: f32) -> f32 {
     if x > 89.0 { f32::INFINITY } else { value }
 }
 
-/// Below this `|x|` (`|x|/√2 < 0.75`), Φ takes erf's Taylor series; from it on, the fit.
 const SERIES_LIMIT: f32 = 0.75 * core::f32::consts::SQRT_2;
 
 /// `erf(z)` for `|z| < 0.75`: `2/√π · Σₙ (−1)ⁿ z²ⁿ⁺¹ / (n! (2n+1))` up to n = 7 (the first term
@@ -97,7 +112,7 @@ pub(crate) fn normal_cdf(x: f32) -> f32 {
     // a_low·(a + a_high)/2, is small next to it.
     let a_high = f32::from_bits(a.to_bits() & 0xFFFF_F000);
     let a_low = a - a_high;
-    let upper_tail = 0.5 * t * exp(-0.5 * (a_high * a_high)) * exp(-0.5 * (a_low * (a + a_high)) + poly);
+    let upper_tail = 0.5 * t * exp_of_sum(-0.5 * (a_high * a_high), -0.5 * (a_low * (a + a_high)) + poly);
     let fitted = if x < 0.0 { upper_tail } else { 1.0 - upper_tail };
     // Near 0 the fit's polynomial cancels to about 0 and loses a few bits; the series does not.
     let series = 0.5 + 0.5 * erf_series(x * core::f32::consts::FRAC_1_SQRT_2);
