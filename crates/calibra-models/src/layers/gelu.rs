@@ -92,11 +92,11 @@ impl BinaryKernel for GeluBackward {
 
 impl GeluBackend for Flex {
     fn gelu_exact(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(&x, GeluForward).unwrap_or_else(|| Flex::gelu(x))
+        map_f32(x, GeluForward).unwrap_or_else(Flex::gelu)
     }
 
     fn gelu_exact_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(&x, &grad, GeluBackward).unwrap_or_else(|| Flex::gelu_backward(x, grad))
+        zip_map_f32(&x, grad, GeluBackward).unwrap_or_else(|grad| Flex::gelu_backward(x, grad))
     }
 }
 

@@ -113,11 +113,11 @@ impl BinaryKernel for QuickGeluBackward {
 
 impl QuickGeluBackend for Flex {
     fn quick_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        map_f32(&x, QuickGeluForward).unwrap_or_else(|| composed_forward::<Flex>(x))
+        map_f32(x, QuickGeluForward).unwrap_or_else(composed_forward::<Flex>)
     }
 
     fn quick_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        zip_map_f32(&x, &grad, QuickGeluBackward).unwrap_or_else(|| composed_backward::<Flex>(x, grad))
+        zip_map_f32(&x, grad, QuickGeluBackward).unwrap_or_else(|grad| composed_backward::<Flex>(x, grad))
     }
 }
 
