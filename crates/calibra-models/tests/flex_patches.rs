@@ -5,7 +5,9 @@
 //!   batched and broadcast-batch cases;
 //! - `softmax` and the fused `attention` take their exponentials from a branch-free `exp` with
 //!   fixed partial sums: they must follow f64 references, keep the special values, and give the
-//!   same bits at 1, 2 and 3 threads.
+//!   same bits at 1, 2 and 3 threads;
+//! - the fused `attention` reads q, k and v through their strides when their rows are contiguous
+//!   (the heads view of a projection), and must give the bits of the same values stored contiguous.
 
 use burn::tensor::activation::softmax;
 use burn::tensor::module::attention;
@@ -192,4 +194,53 @@ fn softmax_and_attention_do_not_depend_on_the_thread_count() {
     let one = on_threads(1, run);
     assert_eq!(on_threads(2, run), one);
     assert_eq!(on_threads(3, run), one);
+}
+
+/// `[b, n, h, d]` values as the `[b, h, n, d]` view `swap_dims(1, 2)` gives: a projection's heads.
+fn heads_view(data: &[f32], [b, h, n, d]: [usize; 4]) -> Tensor<4> {
+    tensor(data.to_vec(), [b, n, h, d]).swap_dims(1, 2)
+}
+
+/// The same `[b, h, n, d]` values, stored contiguously in that order.
+fn heads_copy(data: &[f32], [b, h, n, d]: [usize; 4]) -> Tensor<4> {
+    tensor(heads_view(data, [b, h, n, d]).into_data().try_to_vec::<f32>().expect("f32"), [b, h, n, d])
+}
+
+#[test]
+fn attention_over_head_views_gives_the_contiguous_bits() {
+    let options = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
+    for (shape, causal) in [([2, 3, 197, 16], false), ([1, 4, 77, 8], true), ([3, 2, 1, 4], false)] {
+        let options = AttentionModuleOptions { is_causal: causal, ..options };
+        let n = shape.iter().product();
+        let (q, k, v) = (values(n, 31), values(n, 32), values(n, 33));
+        let strided = attention(
+            heads_view(&q, shape),
+            heads_view(&k, shape),
+            heads_view(&v, shape),
+            None,
+            None,
+            options,
+        );
+        let copied = attention(
+            heads_copy(&q, shape),
+            heads_copy(&k, shape),
+            heads_copy(&v, shape),
+            None,
+            None,
+            options,
+        );
+        assert_eq!(bits(strided), bits(copied), "{shape:?}, causal {causal}");
+    }
+    // Shared keys and values (a head dimension broadcast with stride 0), and a flipped query (a
+    // negative stride, read from a copy).
+    let shape = [2, 3, 9, 4];
+    let n: usize = shape.iter().product();
+    let (q, kv) = (values(n, 41), values(n / 3, 42));
+    let shared = tensor(kv.clone(), [2, 1, 9, 4]).expand([2, 3, 9, 4]);
+    let repeated = tensor(kv, [2, 1, 9, 4]).repeat_dim(1, 3);
+    let flipped = tensor(q.clone(), shape).flip([2]);
+    let flipped_copy = tensor(flipped.clone().into_data().try_to_vec::<f32>().expect("f32"), shape);
+    let ours = attention(flipped, shared.clone(), shared, None, None, options);
+    let expected = attention(flipped_copy, repeated.clone(), repeated, None, None, options);
+    assert_eq!(bits(ours), bits(expected));
 }

@@ -757,6 +757,51 @@ pub fn attention_naive(
     )
 }
 
+/// calibra patch (vendor/README.md, "attention: heads read in place"): how the naive attention
+/// reads a 4-D `[batch, heads, rows, dim]` operand. Through its own strides when every row is
+/// contiguous (last stride 1, the others non-negative), as in the `swap_dims(1, 2)` view of a
+/// `[batch, rows, heads, dim]` projection, which the products can read directly; otherwise from a
+/// contiguous copy, as upstream always did. The values multiplied are the same either way.
+#[derive(Clone, Copy)]
+struct HeadRows {
+    start: usize,
+    batch: usize,
+    head: usize,
+    row: usize,
+}
+
+impl HeadRows {
+    /// `tensor` (copied contiguous unless its rows already are) and its strides.
+    fn of(tensor: FlexTensor) -> (FlexTensor, Self) {
+        let layout = tensor.layout();
+        let strides = layout.strides();
+        let readable = strides.len() == 4
+            && (strides[3] == 1 || layout.shape()[3] == 1)
+            && strides[..3].iter().all(|&s| s >= 0);
+        let tensor = if readable {
+            tensor
+        } else {
+            tensor.to_contiguous()
+        };
+        let strides = tensor.layout().strides();
+        let rows = Self {
+            start: tensor.layout().start_offset(),
+            batch: strides[0] as usize,
+            head: strides[1] as usize,
+            row: strides[2] as usize,
+        };
+        (tensor, rows)
+    }
+
+    /// Head `h` of batch `b`: the slice from its first element to the end of its last row, and
+    /// its row stride.
+    fn head<'a, T>(&self, data: &'a [T], b: usize, h: usize, rows: usize, dim: usize) -> (&'a [T], usize) {
+        let first = self.start + b * self.batch + h * self.head;
+        let len = if rows == 0 { 0 } else { (rows - 1) * self.row + dim };
+        (&data[first..first + len], self.row)
+    }
+}
+
 fn attention_naive_impl<T>(
     query: FlexTensor,
     key: FlexTensor,
@@ -772,9 +817,11 @@ where
         assert!(softcap > 0.0, "softcap must be positive, got {softcap}");
     }
 
-    let query = query.to_contiguous();
-    let key = key.to_contiguous();
-    let value = value.to_contiguous();
+    // calibra patch (vendor/README.md, "attention: heads read in place"): q, k and v are read
+    // through their strides when each row is contiguous, instead of being copied first.
+    let (query, q_rows) = HeadRows::of(query);
+    let (key, k_rows) = HeadRows::of(key);
+    let (value, v_rows) = HeadRows::of(value);
 
     let q_shape = query.layout().shape();
     let k_shape = key.layout().shape();
@@ -845,12 +892,6 @@ where
 
     let mut output = vec![T::zero(); batch * heads * seq_q * val_dim];
 
-    let q_head_stride = seq_q * head_dim;
-    let q_batch_stride = heads * q_head_stride;
-    let k_head_stride = seq_kv * head_dim;
-    let k_batch_stride = kv_heads * k_head_stride;
-    let v_head_stride = seq_kv * val_dim;
-    let v_batch_stride = kv_heads * v_head_stride;
     let o_head_stride = seq_q * val_dim;
     let mask_tile_len = seq_q * seq_kv;
 
@@ -877,16 +918,13 @@ where
         let h = head_idx % heads;
         // Map query head `h` to its shared K/V head (GQA/MQA).
         let kv_h = h / q_per_kv;
-        let q_off = b * q_batch_stride + h * q_head_stride;
-        let k_off = b * k_batch_stride + kv_h * k_head_stride;
-        let v_off = b * v_batch_stride + kv_h * v_head_stride;
         let mask_off = b * mask_batch_step + h * mask_head_step;
         let bias_off = b * bias_batch_step + h * bias_head_step;
 
         naive_attention_head(
-            &q_data[q_off..q_off + q_head_stride],
-            &k_data[k_off..k_off + k_head_stride],
-            &v_data[v_off..v_off + v_head_stride],
+            q_rows.head(q_data, b, h, seq_q, head_dim),
+            k_rows.head(k_data, b, kv_h, seq_kv, head_dim),
+            v_rows.head(v_data, b, kv_h, seq_kv, val_dim),
             o_chunk,
             scores,
             &params,
@@ -934,9 +972,9 @@ where
 /// 2. Apply scale/softcap/mask/causal/bias + softmax (per-row)
 /// 3. output[seq_q, val_dim] = scores @ V            (one gemm)
 fn naive_attention_head<T: FlashGemm>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    (q, q_rs): (&[T], usize),
+    (k, k_rs): (&[T], usize),
+    (v, v_rs): (&[T], usize),
     output: &mut [T],
     scores: &mut [T],
     p: &AttentionParams<T>,
@@ -966,9 +1004,9 @@ fn naive_attention_head<T: FlashGemm>(
             read_dst: false,
             lhs: q.as_ptr(),
             lhs_cs: 1,
-            lhs_rs: head_dim as isize,
+            lhs_rs: q_rs as isize,
             rhs: k.as_ptr(),
-            rhs_cs: head_dim as isize,
+            rhs_cs: k_rs as isize,
             rhs_rs: 1,
             alpha: T::zero(),
             beta: T::one(),
@@ -1037,7 +1075,7 @@ fn naive_attention_head<T: FlashGemm>(
             lhs_rs: seq_kv as isize,
             rhs: v.as_ptr(),
             rhs_cs: 1,
-            rhs_rs: val_dim as isize,
+            rhs_rs: v_rs as isize,
             alpha: T::zero(),
             beta: T::one(),
         });
