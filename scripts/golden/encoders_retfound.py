@@ -57,6 +57,10 @@ torch.set_num_threads(1)
 
 WIDTH, DEPTH, HEADS, PATCH, IMG, MLP_RATIO = 32, 2, 4, 8, 32, 4
 DECODER_WIDTH = 16
+# The encoder's size, as RETFound's VisionTransformer and timm's both take it.
+VIT_SIZE = dict(
+    img_size=IMG, patch_size=PATCH, embed_dim=WIDTH, depth=DEPTH, num_heads=HEADS, mlp_ratio=MLP_RATIO, qkv_bias=True
+)
 
 
 def load_retfound(path: Path):
@@ -70,13 +74,7 @@ def load_retfound(path: Path):
 def retfound_mae(rf, global_pool: bool):
     """RETFound's `VisionTransformer` with its `RETFound_mae` options, at this script's size."""
     return rf.VisionTransformer(
-        img_size=IMG,
-        patch_size=PATCH,
-        embed_dim=WIDTH,
-        depth=DEPTH,
-        num_heads=HEADS,
-        mlp_ratio=MLP_RATIO,
-        qkv_bias=True,
+        **VIT_SIZE,
         norm_layer=partial(nn.LayerNorm, eps=1e-6),
         num_classes=3,
         global_pool=global_pool,
@@ -127,13 +125,7 @@ def timm_as_converted(state: dict, global_pool: str) -> torch.Tensor:
     model = timm.create_model(
         "vit_large_patch16_224",
         pretrained=False,
-        img_size=IMG,
-        patch_size=PATCH,
-        embed_dim=WIDTH,
-        depth=DEPTH,
-        num_heads=HEADS,
-        mlp_ratio=float(MLP_RATIO * WIDTH) / WIDTH,
-        qkv_bias=True,
+        **VIT_SIZE,
         global_pool=global_pool,
         num_classes=0,
     ).eval()
