@@ -213,23 +213,11 @@ fn attention_over_head_views_gives_the_contiguous_bits() {
         let options = AttentionModuleOptions { is_causal: causal, ..options };
         let n = shape.iter().product();
         let (q, k, v) = (values(n, 31), values(n, 32), values(n, 33));
-        let strided = attention(
-            heads_view(&q, shape),
-            heads_view(&k, shape),
-            heads_view(&v, shape),
-            None,
-            None,
-            options,
-        );
-        let copied = attention(
-            heads_copy(&q, shape),
-            heads_copy(&k, shape),
-            heads_copy(&v, shape),
-            None,
-            None,
-            options,
-        );
-        assert_eq!(bits(strided), bits(copied), "{shape:?}, causal {causal}");
+        let run = |operand: fn(&[f32], [usize; 4]) -> Tensor<4>| {
+            bits(attention(operand(&q, shape), operand(&k, shape), operand(&v, shape), None, None, options))
+        };
+        let (strided, copied) = (run(heads_view), run(heads_copy));
+        assert_eq!(strided, copied, "{shape:?}, causal {causal}");
     }
     // Shared keys and values (a head dimension broadcast with stride 0), and a flipped query (a
     // negative stride, read from a copy).
