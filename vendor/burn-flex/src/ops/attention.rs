@@ -771,12 +771,11 @@ struct HeadRows {
 }
 
 impl HeadRows {
-    /// `tensor` (copied contiguous unless its rows already are) and its strides.
+    /// A 4-D `tensor` (copied contiguous unless its rows already are) and its strides.
     fn of(tensor: FlexTensor) -> (FlexTensor, Self) {
         let layout = tensor.layout();
         let strides = layout.strides();
-        let readable = strides.len() == 4
-            && (strides[3] == 1 || layout.shape()[3] == 1)
+        let readable = (strides[3] == 1 || layout.shape()[3] == 1)
             && strides[..3].iter().all(|&s| s >= 0);
         let tensor = if readable {
             tensor
@@ -817,12 +816,6 @@ where
         assert!(softcap > 0.0, "softcap must be positive, got {softcap}");
     }
 
-    // calibra patch (vendor/README.md, "attention: heads read in place"): q, k and v are read
-    // through their strides when each row is contiguous, instead of being copied first.
-    let (query, q_rows) = HeadRows::of(query);
-    let (key, k_rows) = HeadRows::of(key);
-    let (value, v_rows) = HeadRows::of(value);
-
     let q_shape = query.layout().shape();
     let k_shape = key.layout().shape();
     let v_shape = value.layout().shape();
@@ -858,6 +851,13 @@ where
         "attention_naive: q_heads ({heads}) must be divisible by kv_heads ({kv_heads})"
     );
     let q_per_kv = heads / kv_heads;
+
+    // calibra patch (vendor/README.md, "attention: heads read in place"): q, k and v (checked 4-D
+    // above) are read through their strides when each row is contiguous, instead of being copied
+    // first.
+    let (query, q_rows) = HeadRows::of(query);
+    let (key, k_rows) = HeadRows::of(key);
+    let (value, v_rows) = HeadRows::of(value);
 
     let target = [batch, heads, seq_q, seq_kv];
     let mask_bcast = mask.map(|m| broadcast_attn_mask_bias(m, target, "mask"));
