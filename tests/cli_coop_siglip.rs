@@ -11,9 +11,8 @@
 mod common;
 
 use std::fs;
-use std::path::PathBuf;
 
-use common::{calibra, tiny_siglip_checkpoint};
+use common::{calibra, fit_dirs, tiny_siglip_checkpoint};
 
 const DATA: &str = "synth:derm?n=40&size=32";
 
@@ -72,8 +71,7 @@ fn coop_methods_train_on_a_siglip_checkpoint() {
         for m in ["accuracy", "ece", "nll"] {
             assert!(records[0]["metrics"][m].as_f64().is_some_and(f64::is_finite), "{method}: {m}");
         }
-        let fits: Vec<PathBuf> =
-            fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+        let fits = fit_dirs(&store);
         let prompt: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(fits[0].join("prompt.json")).unwrap()).unwrap();
         // scripts/golden/siglip_text.py sets logit_bias to -1.7.

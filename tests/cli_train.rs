@@ -8,7 +8,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::calibra;
+use common::{calibra, fit_dirs};
 
 fn checkpoint(dir: &Path) -> PathBuf {
     common::tiny_vit_checkpoint(dir)
@@ -65,7 +65,7 @@ fn lora_training_writes_records_and_an_adapter_that_reproduces_them() {
     }
 
     // The adapter: PEFT layout, the head saved as modules_to_save.
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    let fits = fit_dirs(&store);
     assert_eq!(fits.len(), 1);
     let adapter = fits[0].join("adapter");
     let config: serde_json::Value =
@@ -174,7 +174,7 @@ fn coop_trains_a_prompt_on_the_tiny_clip_and_writes_records() {
         assert_eq!(r["regime"], "coop");
         assert_eq!(r["probe"], "mcm");
     }
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    let fits = fit_dirs(&store);
     let prompt: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(fits[0].join("prompt.json")).unwrap()).unwrap();
     assert_eq!(prompt["losses"].as_array().unwrap().len(), 3 * 3); // 112 train images / 32 per step
@@ -217,8 +217,7 @@ fn coop_methods_train_from_the_cli_on_the_shipped_tiny_clip() {
         assert!(out.status.success(), "{method}: {}", String::from_utf8_lossy(&out.stderr));
         let text = fs::read_to_string(store.join("runs.jsonl")).unwrap();
         let records = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let fits: Vec<PathBuf> =
-            fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+        let fits = fit_dirs(&store);
         assert_eq!(fits.len(), 1, "{method}");
         let prompt = serde_json::from_str(&fs::read_to_string(fits[0].join("prompt.json")).unwrap()).unwrap();
         (records, prompt)

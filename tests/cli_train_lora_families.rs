@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use calibra_models::lora::peft::PeftAdapter;
-use common::calibra;
+use common::{calibra, fit_dirs};
 
 const DATA: &str = "synth:derm?n=64&size=32";
 
@@ -23,7 +23,7 @@ fn train_lora(ck: &Path, store: &Path, extra: &[&str]) -> (PathBuf, PeftAdapter)
     args.extend(extra);
     let out = calibra(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    let fits = fit_dirs(store);
     assert_eq!(fits.len(), 1);
     let adapter = fits[0].join("adapter");
     let read = PeftAdapter::read(&adapter).unwrap();

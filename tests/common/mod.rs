@@ -54,9 +54,17 @@ pub fn train_full_one_epoch(encoder: &Path, data: &str, store: &Path) -> PathBuf
         store.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let fits: Vec<PathBuf> = fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    let fits = fit_dirs(store);
     assert_eq!(fits.len(), 1);
     fits[0].join("model")
+}
+
+/// The fit directories (`fits/*`) of the run store `store`, sorted.
+pub fn fit_dirs(store: &Path) -> Vec<PathBuf> {
+    let mut fits: Vec<PathBuf> =
+        fs::read_dir(store.join("fits")).unwrap().map(|e| e.unwrap().path()).collect();
+    fits.sort();
+    fits
 }
 
 /// Run calibra, require success, and parse stdout as one JSON document.
