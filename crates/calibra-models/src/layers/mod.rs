@@ -4,6 +4,7 @@
 //! Hugging Face key names onto them with a [`crate::hf::KeyMap`].
 
 pub mod attention;
+mod attention_rows;
 pub mod block;
 mod elementwise;
 pub mod frozen_linear;
