@@ -8,6 +8,7 @@ use calibra_core::standard_normal;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use super::branch_dropout::branch_dropout;
 use super::config::LoraInit;
 use crate::layers::frozen_linear::{TransposeCache, frozen_linear};
 
@@ -83,7 +84,7 @@ impl LoraBranch {
     }
 
     fn forward_unfolded<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        let x = self.dropout.forward(x);
+        let x = branch_dropout(&self.dropout, x);
         let h = linear(x, self.a.val().transpose(), None);
         linear(h, self.b.val().transpose(), None).mul_scalar(self.scale)
     }

@@ -15,6 +15,7 @@
 //! LoRA input only, initialises A from N(0, 1/r) rather than PEFT's Kaiming-uniform, and stores the
 //! factors as `[in, r]` / `[r, out]`. It is therefore not used here.
 
+mod branch_dropout;
 mod config;
 mod error;
 mod families;
