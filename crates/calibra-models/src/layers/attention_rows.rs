@@ -275,19 +275,13 @@ impl pulp::WithSimd for ScoreGradientRows<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::test_tensors::pseudo_random_values;
     use burn::backend::ops::FloatTensorOps;
     use burn::tensor::TensorData;
 
     /// `[batch, heads, tokens, width]` values in `[-half_width, half_width)`, from a fixed stream.
     fn tensor(shape: [usize; 4], seed: u64, half_width: f32) -> FlexTensor {
-        let n: usize = shape.iter().product();
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let values: Vec<f32> = (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * (2.0 * half_width) - half_width
-            })
-            .collect();
+        let values = pseudo_random_values(shape.iter().product(), seed, half_width);
         FlexTensor::from_data(TensorData::new(values, shape))
     }
 

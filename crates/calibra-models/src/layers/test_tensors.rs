@@ -10,15 +10,19 @@ pub(crate) fn pseudo_random<const D: usize>(
     half_width: f32,
     device: &Device,
 ) -> Tensor<D> {
-    let n: usize = shape.iter().product();
+    let values = pseudo_random_values(shape.iter().product(), seed, half_width);
+    Tensor::from_data(TensorData::new(values, shape), device)
+}
+
+/// The `n` values of [`pseudo_random`], in order.
+pub(crate) fn pseudo_random_values(n: usize, seed: u64, half_width: f32) -> Vec<f32> {
     let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let values: Vec<f32> = (0..n)
+    (0..n)
         .map(|_| {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             ((state >> 40) as f32 / (1u64 << 24) as f32) * (2.0 * half_width) - half_width
         })
-        .collect();
-    Tensor::from_data(TensorData::new(values, shape), device)
+        .collect()
 }
 
 /// `max |a − b|`.
