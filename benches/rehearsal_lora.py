@@ -50,10 +50,11 @@ Reproduce (from the repository root; the inputs take about 380 MB, the checkpoin
     python3 benches/rehearsal_lora.py --calibra $BIN --python PEER_PY --data /work/rehearsal/derm224 \
         --encoder /work/rehearsal/vitb16-random --rounds 3 --json rehearsal_lora.json
 PEER_PY needs torch, torchvision, transformers and peft (those of scripts/golden/requirements.txt, plus
-the torchvision of that torch). On an idle 2-core machine a ViT-B/16 round takes about 45 minutes
-(benches/RESULTS.md: a LoRA step of 32 images takes about 28 s in calibra, 13 s in torch; calibra train
-also evaluates the whole training set and the calibration split before its first step, outside the
-timed window, and predicts the test split after training).
+the torchvision of that torch). benches/RESULTS.md's rounds use an export of n=400 (281 training
+images): on an idle 2-core machine a round, both sides, took 4 to 7 minutes (a LoRA step of 32 images
+takes 7 to 16 s in calibra and 14 to 17 s in torch, depending on the CPU; calibra train also evaluates
+the whole training set and the calibration split before its first step, outside the timed window, and
+predicts the test split after training). The n=2000 export above takes about five times as long.
 """
 
 from __future__ import annotations
